@@ -1,0 +1,23 @@
+"""langgraph-compaction: keep a LangGraph agent's context under its model's window.
+
+The compaction subgraph runs right before each model call, writes the compacted model input
+to ``llm_input_messages`` and never rewrites the conversation. Summaries live in a
+SQLAlchemy-backed store, so one process reuses what another made.
+"""
+
+from ._config import CompactionConfig
+from ._report import CompactionReport
+from ._state import CompactionState
+from .graph import create_compaction_graph
+from .middleware import CompactionMiddleware
+from .store import SummaryRecord, SummaryStore
+
+__all__ = [
+    "CompactionConfig",
+    "CompactionMiddleware",
+    "CompactionReport",
+    "CompactionState",
+    "SummaryRecord",
+    "SummaryStore",
+    "create_compaction_graph",
+]

@@ -1,0 +1,114 @@
+"""Message helpers: tool-call units, the tool-pair rule, the summary message.
+
+Pairing is by position, not by id alone: real traces reuse tool-call ids, so a tool result
+belongs to the AI message it directly follows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+__all__ = [
+    "SUMMARY_NAME",
+    "SUMMARY_PREFIX",
+    "count_leading_system",
+    "ensure_tool_pairs",
+    "find_latest_user_index",
+    "is_real_user_message",
+    "make_summary_message",
+    "split_tool_units",
+]
+
+SUMMARY_NAME = "summary"
+SUMMARY_PREFIX = "Here is a summary of the conversation to date:\n\n"
+_MISSING_RESULT = "[no tool result was recorded for this call]"
+
+
+def count_leading_system(messages: Sequence[BaseMessage]) -> int:
+    """Number of system messages at the head of the history (they always stay)."""
+    count = 0
+    for message in messages:
+        if message.type != "system":
+            break
+        count += 1
+    return count
+
+
+def is_real_user_message(message: BaseMessage) -> bool:
+    """A user turn, not a summary this package injected."""
+    return isinstance(message, HumanMessage) and message.name != SUMMARY_NAME
+
+
+def find_latest_user_index(messages: Sequence[BaseMessage], start: int = 0) -> int | None:
+    """Index of the newest real user message at or after ``start``, if any."""
+    for index in range(len(messages) - 1, start - 1, -1):
+        if is_real_user_message(messages[index]):
+            return index
+    return None
+
+
+def split_tool_units(messages: Sequence[BaseMessage], start: int = 0) -> list[tuple[int, int]]:
+    """Split ``messages[start:]`` into units ``(first, end)`` that must not be cut apart.
+
+    An AI message with tool calls forms one unit with every tool result directly after it
+    (a parallel batch is one unit); every other message is a unit of its own.
+    """
+    units: list[tuple[int, int]] = []
+    index, count = start, len(messages)
+    while index < count:
+        end = index + 1
+        message = messages[index]
+        if isinstance(message, AIMessage) and message.tool_calls:
+            while end < count and isinstance(messages[end], ToolMessage):
+                end += 1
+        units.append((index, end))
+        index = end
+    return units
+
+
+def ensure_tool_pairs(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], int]:
+    """Enforce OpenAI's tool-pair rule on a model input; return it and the repairs made.
+
+    Every tool result must directly follow the AI message that called it, and every call
+    must be answered. A valid input comes back unchanged (same objects, zero repairs):
+    this is a safety net, and its repairs are counted in the report.
+    """
+    output: list[BaseMessage] = []
+    repairs = 0
+    index, count = 0, len(messages)
+    while index < count:
+        message = messages[index]
+        if isinstance(message, ToolMessage):
+            repairs += 1  # an orphan result: no call directly before it
+            index += 1
+            continue
+        output.append(message)
+        index += 1
+        if not (isinstance(message, AIMessage) and message.tool_calls):
+            continue
+        pending = [call.get("id") or "" for call in message.tool_calls]
+        while index < count and isinstance(messages[index], ToolMessage):
+            result = messages[index]
+            assert isinstance(result, ToolMessage)
+            if result.tool_call_id in pending:
+                pending.remove(result.tool_call_id)
+                output.append(result)
+            else:
+                repairs += 1
+            index += 1
+        for call_id in pending:
+            repairs += 1
+            output.append(ToolMessage(content=_MISSING_RESULT, tool_call_id=call_id))
+    return output, repairs
+
+
+def make_summary_message(summary_text: str, record_id: str) -> HumanMessage:
+    """The injected summary: identical bytes on every call until the next summary."""
+    return HumanMessage(
+        content=SUMMARY_PREFIX + summary_text,
+        name=SUMMARY_NAME,
+        id=f"compaction-summary-{record_id}",
+        additional_kwargs={"hide_from_ui": True},
+    )

@@ -1,0 +1,103 @@
+"""Built-in summary prompts and the transcript they wrap.
+
+Templates follow LangChain's style: ``{messages}`` marks where the transcript goes and the
+update prompt may use ``{summary}``. Substitution is literal (no ``str.format``), so braces in
+a user's prompt or in the transcript never break it. The instruction comes after the
+transcript: small models follow it only there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+__all__ = [
+    "DEFAULT_SUMMARY_PROMPT",
+    "DEFAULT_UPDATE_PROMPT",
+    "fill_prompt",
+    "render_transcript",
+]
+
+_PLACEHOLDER = re.compile(r"\{(messages|summary)\}")
+_OPEN = "<conversation>"
+_CLOSE = "</conversation>"
+
+DEFAULT_SUMMARY_PROMPT = """Below is the conversation between a user and an AI assistant so far.
+
+<conversation>
+{messages}
+</conversation>
+
+Write a checkpoint summary of the conversation above so that the assistant can continue the
+work without it. Use exactly these sections:
+
+## Goal
+## Constraints & Preferences
+## Progress
+## Key Decisions
+## Next Steps
+## Critical Context
+
+Keep every identifier verbatim: file paths, URLs, ids, numbers, names, error messages.
+Be concise and factual; do not invent anything. Reply with the summary only."""
+
+DEFAULT_UPDATE_PROMPT = """Here is the existing checkpoint summary of an earlier part of a conversation:
+
+<summary>
+{summary}
+</summary>
+
+Below are the messages that came after it.
+
+<conversation>
+{messages}
+</conversation>
+
+Update the checkpoint summary so that it covers everything: keep what is still true, add what
+the new messages say, and drop what they make obsolete. Keep the same sections (Goal,
+Constraints & Preferences, Progress, Key Decisions, Next Steps, Critical Context) and every
+identifier verbatim. Reply with the updated summary only."""
+
+
+def _escape(text: str) -> str:
+    """Stop transcript text from closing or opening the prompt's delimiters."""
+    return (
+        text.replace(_CLOSE, "<\\/conversation>")
+        .replace(_OPEN, "<\\conversation>")
+        .replace("</summary>", "<\\/summary>")
+    )
+
+
+def _message_text(message: BaseMessage) -> str:
+    text = message.text if not isinstance(message.content, str) else message.content
+    if isinstance(message, AIMessage) and message.tool_calls:
+        calls = "; ".join(f"{call['name']}({call['args']})" for call in message.tool_calls)
+        text = f"{text}\n[tool calls: {calls}]" if text else f"[tool calls: {calls}]"
+    return text
+
+
+def _role(message: BaseMessage) -> str:
+    if isinstance(message, ToolMessage):
+        return f"tool {message.name}" if message.name else "tool"
+    return {"human": "user", "ai": "assistant"}.get(message.type, message.type)
+
+
+def render_transcript(messages: Sequence[BaseMessage]) -> str:
+    """Render messages as escaped ``role: text`` lines for a summary prompt."""
+    return "\n\n".join(f"{_role(m)}: {_escape(_message_text(m))}" for m in messages)
+
+
+def fill_prompt(template: str, transcript: str, summary: str | None = None) -> str:
+    """Put the transcript (and a previous summary) into a template, in one pass.
+
+    A template without ``{messages}`` gets the transcript placed before it; an update
+    template without ``{summary}`` gets the previous summary at the head of the transcript.
+    """
+    if summary is not None and "{summary}" not in template:
+        transcript = f"previous summary: {_escape(summary)}\n\n{transcript}"
+    if "{messages}" not in template:
+        template = f"{_OPEN}\n{{messages}}\n{_CLOSE}\n\n{template}"
+    values = {"messages": transcript, "summary": _escape(summary or "")}
+    return _PLACEHOLDER.sub(lambda match: values[match.group(1)], template)

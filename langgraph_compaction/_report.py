@@ -1,0 +1,64 @@
+"""What one compaction call did: the ``compaction`` output and its context-usage gauge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["CompactionAction", "CompactionReport", "ContextGauge"]
+
+CompactionAction = Literal["passthrough", "reused", "summarized", "pruned", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class ContextGauge:
+    """Context usage as LibreChat's gauge shows it."""
+
+    input_tokens: int
+    """Tokens of the model input this call produced (system prompt and tools included)."""
+    context_window: int | None
+    """The model's maximum input tokens, when known."""
+    budget: int | None
+    """``context_window x (1 - reserve_ratio)``, when the window is known."""
+    baseline_tokens: int
+    """Tokens of the summary plus everything after its boundary (the whole input without one)."""
+
+    @property
+    def usage(self) -> float | None:
+        """Share of the budget this input uses, when a budget is known."""
+        return self.input_tokens / self.budget if self.budget else None
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionReport:
+    """What one call of the compaction pipeline did, for logs, UIs and tests."""
+
+    action: CompactionAction
+    """``passthrough``: nothing fired; ``reused``: a stored summary served without a model call;
+    ``summarized``: a new summary was made; ``pruned``: pruning alone made the context fit;
+    ``failed``: summarizing failed and a fallback input was sent."""
+    tokens_before: int
+    """Tokens of the whole conversation as the agent would send it."""
+    tokens_after: int
+    """Tokens of the model input produced."""
+    gauge: ContextGauge
+    triggers_fired: tuple[str, ...] = ()
+    """The triggers that fired on the whole conversation, as ``type>=value`` labels."""
+    summary_id: str | None = None
+    summary_version: int | None = None
+    summarized_messages: int = 0
+    """Messages covered by the summary in use (its prefix, leading system messages excluded)."""
+    summary_calls: int = 0
+    """Summary model calls made by this call (chunks included)."""
+    pruned_count: int = 0
+    """Tool results trimmed or cleared in the model input."""
+    rescued_count: int = 0
+    """Messages before the summary boundary kept verbatim (latest user request, skill files)."""
+    shortened_count: int = 0
+    """Messages shortened (head and tail kept) to fit the summary calls allowed."""
+    dropped_count: int = 0
+    """Messages left out of the model input by the failure fallback."""
+    repaired_pairs: int = 0
+    """Tool-pair repairs made by the final check (zero on any valid history)."""
+    error: str | None = None
+    """Why summarizing failed, when ``action`` is ``failed``."""

@@ -1,0 +1,189 @@
+"""Everything one compaction graph fixes when it is built, and the data one call carries.
+
+The runtime is resolved once (model, window, thresholds, counted tools and system prompt), so
+a mistake surfaces when the graph is built, never in the middle of a run.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langgraph.config import get_stream_writer
+
+from ._config import CompactionConfig
+from ._exceptions import CompactionConfigError
+from ._messages import make_summary_message
+from ._tokens import HistoryIndex, HistoryScan, TokenCounter, count_fixed_tokens
+from .store import SummaryRecord, SummaryStore, ThreadState
+
+__all__ = ["CallWork", "CompactionRuntime", "thread_id_of"]
+
+
+def thread_id_of(config: RunnableConfig | None) -> str:
+    """The thread id from ``config["configurable"]``; ``""`` when there is none."""
+    configurable = (config or {}).get("configurable") or {}
+    thread_id = configurable.get("thread_id")
+    return "" if thread_id is None else str(thread_id)
+
+
+def _resolve_model(model: BaseChatModel | str | None, provider: str | None) -> BaseChatModel | None:
+    if model is None or isinstance(model, BaseChatModel):
+        return model
+    try:
+        from langchain.chat_models import init_chat_model
+    except ImportError as exc:  # pragma: no cover - langchain is a dependency
+        raise CompactionConfigError(
+            f"model {model!r} is a string, which needs the `langchain` package"
+        ) from exc
+    try:
+        return init_chat_model(model, model_provider=provider)
+    except Exception as exc:
+        raise CompactionConfigError(
+            f"model {model!r} could not be created with init_chat_model: {exc}. "
+            "Use a 'provider:model' string or pass a chat model instance"
+        ) from exc
+
+
+def _window_of(config: CompactionConfig, fallback_model: BaseChatModel | None) -> int | None:
+    if config.context_window is not None:
+        return config.context_window
+    profile = getattr(fallback_model, "profile", None) or {}
+    window = profile.get("max_input_tokens") if isinstance(profile, dict) else None
+    return int(window) if isinstance(window, int) and window > 0 else None
+
+
+@dataclass
+class CompactionRuntime:
+    """The resolved pieces one compaction graph (or middleware) runs with."""
+
+    config: CompactionConfig
+    store: SummaryStore
+    namespace: str
+    summarizer: BaseChatModel | None
+    fallback_model: BaseChatModel | None
+    history: HistoryIndex
+    counter: TokenCounter
+    fixed_tokens: int
+    window: int | None
+    budget: int | None
+    thresholds: tuple[Any, ...] = ()
+    needs_refine_count: bool = False
+    calibration: dict[tuple[str, str], float] = field(default_factory=dict)
+    """Per-thread calibration ratios (reported / estimated input tokens)."""
+    calibration_dirty: set[tuple[str, str]] = field(default_factory=set)
+    last_sent: dict[tuple[str, str], tuple[int, str | None, int]] = field(default_factory=dict)
+    """Per thread: (index of the last history message sent, its id, estimated tokens)."""
+    rescued_positions: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    summary_messages: dict[str, tuple[HumanMessage, int]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def build(
+        cls,
+        config: CompactionConfig | dict[str, Any] | None = None,
+        *,
+        model: BaseChatModel | str | None = None,
+        fallback_model: BaseChatModel | None = None,
+        store: SummaryStore | None = None,
+        token_counter: TokenCounter | None = None,
+        tools: Sequence[BaseTool | dict[str, Any]] | None = None,
+        system_prompt: str | None = None,
+        namespace: str = "default",
+    ) -> CompactionRuntime:
+        """Resolve a configuration into a runtime; raises on anything that cannot work."""
+        from .nodes.measure import resolve_thresholds
+
+        resolved = CompactionConfig.coerce(config)
+        if not namespace:
+            raise CompactionConfigError("namespace must be a non-empty string")
+        summarizer = _resolve_model(model if model is not None else resolved.model, resolved.provider)
+        window = _window_of(resolved, fallback_model)
+        budget = int(window * (1 - resolved.reserve_ratio)) if window else None
+        if resolved.keep.type == "fraction" and window is None:
+            raise CompactionConfigError(
+                "keep of type fraction needs the model's context window: set context_window "
+                "or pass the agent's model as fallback_model"
+            )
+        thresholds = resolve_thresholds(resolved.trigger, window, budget) if resolved.enabled else ()
+        history = HistoryIndex(token_counter)
+        return cls(
+            config=resolved,
+            store=store if store is not None else SummaryStore(resolved.store_url),
+            namespace=namespace,
+            summarizer=summarizer,
+            fallback_model=fallback_model,
+            history=history,
+            counter=history.counter,
+            fixed_tokens=count_fixed_tokens(history.counter, system_prompt, tools),
+            window=window,
+            budget=budget,
+            thresholds=thresholds,
+            needs_refine_count=any(t.kind == "refine" for t in thresholds),
+        )
+
+    @property
+    def fit_limit(self) -> int | None:
+        """What "fits" means: under the budget, or with no window the smallest tokens trigger."""
+        if self.budget is not None:
+            return self.budget
+        limits = [t.limit for t in self.thresholds if t.kind == "tokens"]
+        return int(min(limits)) if limits else None
+
+    def summary_message(self, record: SummaryRecord) -> tuple[HumanMessage, int]:
+        """The summary message of a stored row and its token count, built once per row."""
+        cached = self.summary_messages.get(record.id)
+        if cached is None:
+            message = make_summary_message(record.summary, record.id)
+            cached = (message, self.counter([message]))
+            with self.lock:
+                if len(self.summary_messages) > 4096:
+                    self.summary_messages.clear()
+                self.summary_messages[record.id] = cached
+        return cached
+
+    def emit(self, event: dict[str, Any]) -> None:
+        """Send a custom stream event; a no-op outside a LangGraph run."""
+        try:
+            writer = get_stream_writer()
+        except RuntimeError:
+            return
+        writer(event)
+
+    def remember_sent(
+        self, key: tuple[str, str], messages: Sequence[BaseMessage], tokens: int, ratio: float | None
+    ) -> None:
+        """Note what this thread sends, to calibrate against the usage the reply reports."""
+        if messages:
+            raw = tokens / ratio if ratio else tokens
+            self.last_sent[key] = (len(messages) - 1, messages[-1].id, int(raw))
+
+
+@dataclass
+class CallWork:
+    """What the nodes after measure hand each other during one call."""
+
+    thread_id: str
+    key: tuple[str, str]
+    messages: Sequence[BaseMessage]
+    scan: HistoryScan
+    lead: int
+    ratio: float | None
+    tokens_before: int
+    fired: tuple[str, ...]
+    model_messages: Sequence[BaseMessage] | None = None
+    """The pruned copy of ``messages`` for the model input (None: nothing pruned)."""
+    pruned_tokens: dict[int, int] = field(default_factory=dict)
+    """Token counts of the pruned copies, by index."""
+    pruned_count: int = 0
+    thread_state: ThreadState | None = None
+    matching: SummaryRecord | None = None
+    """The newest stored summary whose prefix still matches this history."""
+    plan: Any = None
+    outcome: Any = None

@@ -1,0 +1,175 @@
+"""Token counting: langchain-core's approximate counter, cached per message.
+
+The history arrives as fresh objects on every turn (it is loaded from a checkpointer), so
+the cache cannot key on object identity. Instead each thread keeps the id and content lists
+of the last history it saw; comparing lists runs in C, and only messages past the first
+difference are counted and hashed again. A steady-state call therefore costs
+O(new messages) in Python plus two C-level list comparisons.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.tools import BaseTool
+
+__all__ = [
+    "HistoryIndex",
+    "HistoryScan",
+    "TokenCounter",
+    "calibrated",
+    "count_fixed_tokens",
+]
+
+TokenCounter = Callable[[Sequence[BaseMessage]], int]
+"""Any callable that counts the tokens of a list of messages (LangChain's convention)."""
+
+CALIBRATION_BOUNDS = (0.5, 2.0)
+_MAX_THREADS = 1024
+
+
+def calibrated(tokens: int, ratio: float | None) -> int:
+    """Scale an estimate by a thread's calibration ratio (clamped)."""
+    if ratio is None:
+        return tokens
+    low, high = CALIBRATION_BOUNDS
+    return math.ceil(tokens * min(max(ratio, low), high))
+
+
+def count_fixed_tokens(
+    counter: TokenCounter,
+    system_prompt: str | None,
+    tools: Sequence[BaseTool | dict[str, Any]] | None,
+) -> int:
+    """Tokens the model node adds itself: a system prompt kept outside ``messages``, tool schemas."""
+    from langchain_core.messages import SystemMessage
+
+    total = counter([SystemMessage(content=system_prompt)]) if system_prompt else 0
+    if tools:
+        total += count_tokens_approximately([], tools=list(tools))
+    return total
+
+
+def _digest(message: BaseMessage) -> bytes:
+    """Stable digest of everything that makes a message what it is."""
+    tool_calls = getattr(message, "tool_calls", None) or []
+    payload = json.dumps(
+        [
+            message.type,
+            message.id,
+            message.name,
+            getattr(message, "tool_call_id", None),
+            message.content,
+            [[c.get("name"), c.get("args"), c.get("id")] for c in tool_calls],
+        ],
+        sort_keys=True,
+        default=str,
+        ensure_ascii=False,
+    )
+    return hashlib.blake2b(payload.encode(), digest_size=16).digest()
+
+
+@dataclass
+class HistoryScan:
+    """Per-message token counts and prefix hashes of one history, shared across calls."""
+
+    ids: list[str | None]
+    contents: list[Any]
+    tool_calls: list[Any]
+    tokens: list[int]
+    cumulative: list[int] = field(default_factory=lambda: [0])
+    """``cumulative[i]`` is the token count of ``messages[:i]``."""
+    hashes: list[bytes] = field(default_factory=lambda: [b""])
+    """``hashes[i]`` is the chained hash of ``messages[:i]``, filled lazily."""
+    messages: Sequence[BaseMessage] = ()
+
+    def tokens_between(self, start: int, end: int) -> int:
+        return self.cumulative[end] - self.cumulative[start]
+
+    def prefix_hash(self, end: int) -> str:
+        """Hash of ``messages[:end]``: ids and contents, so an edit changes it."""
+        hashes = self.hashes
+        for index in range(len(hashes) - 1, end):
+            chained = hashlib.blake2b(hashes[index], digest_size=16)
+            chained.update(_digest(self.messages[index]))
+            hashes.append(chained.digest())
+        return hashes[end].hex()
+
+
+def _tool_calls_of(messages: Sequence[BaseMessage]) -> list[Any]:
+    return [m.tool_calls if m.type == "ai" else None for m in messages]  # type: ignore[attr-defined]
+
+
+class HistoryIndex:
+    """Cache of the last scan per thread; thread-safe, bounded to the most recent threads."""
+
+    def __init__(self, counter: TokenCounter | None = None) -> None:
+        self.counter: TokenCounter = counter or count_tokens_approximately
+        self._scans: OrderedDict[tuple[str, str], HistoryScan] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def count(self, messages: Sequence[BaseMessage]) -> int:
+        """Count messages without caching (for messages this package builds)."""
+        return sum(self.counter([message]) for message in messages)
+
+    def scan(self, key: tuple[str, str], messages: Sequence[BaseMessage]) -> HistoryScan:
+        """Scan a history, reusing what is unchanged since this thread's last scan."""
+        ids = [m.id for m in messages]
+        contents = [m.content for m in messages]
+        tool_calls = _tool_calls_of(messages)
+        with self._lock:
+            previous = self._scans.get(key)
+        same = _common_prefix(previous, ids, contents, tool_calls) if previous else 0
+        if previous is not None and same == len(previous.ids):
+            tokens = previous.tokens
+            cumulative = previous.cumulative
+            hashes = previous.hashes
+        else:
+            tokens = previous.tokens[:same] if previous else []
+            cumulative = previous.cumulative[: same + 1] if previous else [0]
+            hashes = previous.hashes[: same + 1] if previous else [b""]
+        counter = self.counter
+        running = cumulative[-1]
+        for message in messages[len(tokens) :]:
+            count = counter([message])
+            tokens.append(count)
+            running += count
+            cumulative.append(running)
+        scan = HistoryScan(ids, contents, tool_calls, tokens, cumulative, hashes, messages)
+        with self._lock:
+            self._scans[key] = scan
+            self._scans.move_to_end(key)
+            while len(self._scans) > _MAX_THREADS:
+                self._scans.popitem(last=False)
+        return scan
+
+
+def _common_prefix(
+    previous: HistoryScan, ids: list[str | None], contents: list[Any], tool_calls: list[Any]
+) -> int:
+    """Length of the prefix the previous scan shares with this history."""
+    size = min(len(previous.ids), len(ids))
+    if (
+        previous.ids[:size] == ids[:size]
+        and previous.contents[:size] == contents[:size]
+        and previous.tool_calls[:size] == tool_calls[:size]
+    ):
+        return size
+    for index in range(size):
+        if (
+            previous.ids[index] != ids[index]
+            or previous.contents[index] != contents[index]
+            or previous.tool_calls[index] != tool_calls[index]
+        ):
+            return index
+    return size
+

@@ -1,0 +1,1 @@
+"""The five pipeline nodes: measure -> prune -> partition -> summarize -> assemble."""

@@ -1,0 +1,155 @@
+"""assemble: build the model input from the summary in use and what stays verbatim.
+
+``[leading system] + [summary] + [rescued, in order] + [kept]``. When even that does not fit,
+the oldest kept units are dropped (never the latest user request or the newest unit), then the
+newest unit's oversized tool results are shortened in the copy. A final check enforces the
+tool-pair rule on the output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from .._messages import ensure_tool_pairs, find_latest_user_index, split_tool_units
+from .._report import CompactionAction, CompactionReport, ContextGauge
+from .._runtime import CallWork, CompactionRuntime
+from .._tokens import calibrated
+from .partition import rescued_positions
+from .summarize import Outcome, shorten_message
+
+__all__ = ["assemble", "split_rescued_caller"]
+
+
+def split_rescued_caller(
+    messages: Sequence[BaseMessage], index: int, rescued: set[int]
+) -> BaseMessage:
+    """An AI message keeps only the calls whose results were rescued with it (by position)."""
+    message = messages[index]
+    if not isinstance(message, AIMessage) or not message.tool_calls:
+        return message
+    results = []
+    position = index + 1
+    while position < len(messages) and isinstance(messages[position], ToolMessage):
+        results.append(position)
+        position += 1
+    if all(r in rescued for r in results):
+        return message
+    wanted = [
+        m.tool_call_id for r in results if r in rescued and isinstance(m := messages[r], ToolMessage)
+    ]
+    calls = []
+    for call in message.tool_calls:
+        if call.get("id") in wanted:
+            wanted.remove(call.get("id") or "")
+            calls.append(call)
+    return message.model_copy(update={"content": "", "tool_calls": calls})
+
+
+def _shorten_newest_unit(
+    body: list[BaseMessage], tokens: list[int], limit: int
+) -> int:
+    """Shorten the newest unit's largest tool results until the input fits; returns how many."""
+    first = split_tool_units(body)[-1][0] if body else 0
+    over = sum(tokens) - limit
+    results = sorted(
+        (i for i in range(first, len(body)) if isinstance(body[i], ToolMessage)),
+        key=lambda i: -tokens[i],
+    )
+    shortened = 0
+    for index in results:
+        if over <= 0:
+            break
+        target = max(tokens[index] - over, 16)
+        body[index] = shorten_message(body[index], target)
+        over -= tokens[index] - target
+        tokens[index] = target
+        shortened += 1
+    return shortened
+
+
+def assemble(runtime: CompactionRuntime, work: CallWork, outcome: Outcome | None, pruned_only: bool = False) -> tuple[list[BaseMessage], CompactionReport]:
+    """The model input and the report of this call."""
+    messages, scan, lead = work.messages, work.scan, work.lead
+    source = work.model_messages if work.model_messages is not None else messages
+    pruned = work.pruned_tokens
+
+    def size(index: int) -> int:
+        return pruned.get(index, scan.tokens[index])
+
+    record = outcome.record if outcome else None
+    body: list[BaseMessage] = list(source[:lead])
+    tokens: list[int] = [size(i) for i in range(lead)]
+    kept_from, summary_tokens, rescued_count = lead, 0, 0
+    if record is not None:
+        summary, summary_tokens = runtime.summary_message(record)
+        rescued = rescued_positions(runtime, record, messages)
+        rescued_set = set(rescued)
+        body.append(summary)
+        tokens.append(summary_tokens)
+        for index in rescued:
+            body.append(split_rescued_caller(source, index, rescued_set))
+            tokens.append(size(index))
+        kept_from, rescued_count = record.covered_messages, len(rescued)
+    kept_at = len(body)
+    body.extend(source[kept_from:])
+    tokens.extend(size(i) for i in range(kept_from, len(source)))
+
+    dropped = shortened = 0
+    limit = runtime.fit_limit
+    if limit is not None:
+        raw_limit = int(limit / work.ratio) if work.ratio else limit
+        available = raw_limit - runtime.fixed_tokens
+        if sum(tokens) > available:
+            dropped = _drop_oldest_units(body, tokens, kept_at, available)
+        if sum(tokens) > available:
+            shortened = _shorten_newest_unit(body, tokens, available)
+    output, repairs = ensure_tool_pairs(body)
+    raw_after = runtime.fixed_tokens + sum(tokens)
+    tokens_after = calibrated(raw_after, work.ratio)
+    baseline = calibrated(
+        runtime.fixed_tokens + summary_tokens + scan.tokens_between(kept_from, len(messages)),
+        work.ratio,
+    )
+    runtime.remember_sent(work.key, messages, tokens_after, work.ratio)
+    action: CompactionAction = "pruned" if pruned_only else (outcome.action if outcome else "pruned")
+    report = CompactionReport(
+        action=action,
+        tokens_before=work.tokens_before,
+        tokens_after=tokens_after,
+        gauge=ContextGauge(tokens_after, runtime.window, runtime.budget, baseline),
+        triggers_fired=work.fired,
+        summary_id=record.id if record else None,
+        summary_version=record.version if record else None,
+        summarized_messages=(record.covered_messages - lead) if record else 0,
+        summary_calls=outcome.calls if outcome else 0,
+        pruned_count=work.pruned_count,
+        rescued_count=rescued_count,
+        shortened_count=(outcome.shortened if outcome else 0) + shortened,
+        dropped_count=dropped,
+        repaired_pairs=repairs,
+        error=outcome.error if outcome else None,
+    )
+    return output, report
+
+
+def _drop_oldest_units(
+    body: list[BaseMessage], tokens: list[int], start: int, available: int
+) -> int:
+    """Drop the oldest whole units after ``start`` (never the latest user request or the newest unit)."""
+    latest_user = find_latest_user_index(body, start)
+    units = split_tool_units(body, start)[:-1]
+    drop: set[int] = set()
+    total = sum(tokens)
+    for first, end in units:
+        if total <= available:
+            break
+        if latest_user is not None and first <= latest_user < end:
+            continue
+        drop.update(range(first, end))
+        total -= sum(tokens[first:end])
+    if drop:
+        body[:] = [m for i, m in enumerate(body) if i not in drop]
+        tokens[:] = [t for i, t in enumerate(tokens) if i not in drop]
+    return len(drop)

@@ -1,0 +1,9 @@
+"""The summary store: SQLAlchemy tables, a sync + async SummaryStore, and an inspect CLI.
+
+Run ``python -m langgraph_compaction.store inspect --url URL`` to see what a store holds.
+"""
+
+from langgraph_compaction.store._records import SummaryRecord, ThreadState
+from langgraph_compaction.store._store import SummaryStore
+
+__all__ = ["SummaryRecord", "SummaryStore", "ThreadState"]

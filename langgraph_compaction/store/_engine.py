@@ -1,0 +1,158 @@
+"""From one store URL to a sync and an async SQLAlchemy engine, and errors people can act on.
+
+SQLite connections get WAL mode, a busy timeout and foreign keys on every connect, and
+SQLAlchemy emits BEGIN itself so a write transaction can take the lock up front
+(``BEGIN IMMEDIATE``): concurrent writers then wait their turn instead of failing. This is the
+"Serializable isolation / Savepoints / Transactional DDL" recipe of SQLAlchemy's SQLite docs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import AsyncAdaptedQueuePool, QueuePool, StaticPool
+
+from langgraph_compaction._exceptions import SummaryStoreError
+
+__all__ = [
+    "BUSY_TIMEOUT_S",
+    "WRITE_OPTION",
+    "build_async_engine",
+    "build_sync_engine",
+    "derive_urls",
+    "describe_error",
+    "is_memory",
+    "mask_url",
+]
+
+BUSY_TIMEOUT_S = 30
+"""How long a SQLite connection waits for another writer before giving up."""
+
+WRITE_OPTION = "compaction_write"
+"""Connection execution option marking a write transaction (SQLite: BEGIN IMMEDIATE)."""
+
+
+def mask_url(url: str) -> str:
+    """The URL with any password replaced by ``***``, fit for error messages and logs."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return re.sub(r"(://[^/:@]*:)[^@/]*@", r"\1***@", url)
+
+
+def derive_urls(url: str) -> tuple[URL, URL]:
+    """The sync and the async driver URL for one store URL.
+
+    ``sqlite:///x.db`` gives pysqlite and aiosqlite; ``postgresql://`` (with any driver) gives
+    psycopg 3 for both, since psycopg 3 also serves ``create_async_engine``.
+
+    Raises:
+        SummaryStoreError: the URL cannot be parsed or names another database.
+    """
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise SummaryStoreError(
+            f"summary store URL {mask_url(url)!r} cannot be parsed ({exc}); "
+            "use e.g. sqlite:///compaction.db or postgresql://user@host:5432/db"
+        ) from exc
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        return parsed.set(drivername="sqlite"), parsed.set(drivername="sqlite+aiosqlite")
+    if backend == "postgresql":
+        pg = parsed.set(drivername="postgresql+psycopg")
+        return pg, pg
+    raise SummaryStoreError(
+        f"summary store URL {mask_url(url)!r} names {backend!r}; "
+        "use a sqlite:/// or postgresql:// URL"
+    )
+
+
+def is_memory(url: URL) -> bool:
+    """Whether the URL names an in-memory SQLite database (private to one connection)."""
+    if url.get_backend_name() != "sqlite":
+        return False
+    return url.database in (None, "", ":memory:") or url.query.get("mode") == "memory"
+
+
+def _sqlite_on_connect(wal: bool) -> Callable[[Any, Any], None]:
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take BEGIN away from the driver (see _sqlite_on_begin); its own is deferred-only.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        if wal:  # readers and the writer no longer block each other
+            cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.close()
+
+    return on_connect
+
+
+def _sqlite_on_begin(conn: Connection) -> None:
+    # A deferred transaction that later writes can fail with "database is locked" at once;
+    # one that locks up front waits busy_timeout for the other writer instead. Reads are
+    # single statements, each consistent on its own, so they skip BEGIN (saves a round trip).
+    if conn.get_execution_options().get(WRITE_OPTION, False):
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _install_sqlite_hooks(engine: Engine, url: URL, *, wal: bool) -> None:
+    event.listen(engine, "connect", _sqlite_on_connect(wal and not is_memory(url)))
+    event.listen(engine, "begin", _sqlite_on_begin)
+
+
+def build_sync_engine(url: URL, *, wal: bool = True) -> Engine:
+    """A pooled sync engine, safe to share across threads.
+
+    Args:
+        url: a sync URL from :func:`derive_urls`.
+        wal: switch a SQLite file to WAL; the inspect CLI passes False so that it never
+            changes a database it only reads.
+    """
+    if url.get_backend_name() != "sqlite":
+        return create_engine(url, pool_pre_ping=True)
+    engine = create_engine(
+        url,
+        # :memory: exists in one connection only, so all threads share it (the store
+        # serializes them); a file gets a pool of reused connections.
+        poolclass=StaticPool if is_memory(url) else QueuePool,
+        connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_S},
+    )
+    _install_sqlite_hooks(engine, url, wal=wal)
+    return engine
+
+
+def build_async_engine(url: URL) -> AsyncEngine:
+    """A pooled async engine with the same SQLite hooks as the sync one."""
+    if url.get_backend_name() != "sqlite":
+        return create_async_engine(url, pool_pre_ping=True)
+    pool = StaticPool if is_memory(url) else AsyncAdaptedQueuePool
+    engine = create_async_engine(url, poolclass=pool, connect_args={"timeout": BUSY_TIMEOUT_S})
+    _install_sqlite_hooks(engine.sync_engine, url, wal=True)
+    return engine
+
+
+def describe_error(exc: BaseException, where: str) -> str:
+    """One line naming the store (password masked), what went wrong and what to do."""
+    if isinstance(exc, ImportError):
+        return (
+            f"summary store {where}: a database driver is missing ({exc}); install it, e.g. "
+            "pip install 'langgraph-compaction[postgres]' for PostgreSQL"
+        )
+    lines = str(exc.orig if isinstance(exc, DBAPIError) else exc).strip().splitlines()
+    reason = lines[0] if lines else type(exc).__name__
+    if isinstance(exc, IntegrityError):
+        advice = "concurrent writers kept colliding; retry the call"
+    else:
+        advice = (
+            "check that the server is running and the URL, user and database are right; "
+            "for SQLite, that the file's folder exists and is writable"
+        )
+    return f"summary store {where}: {type(exc).__name__}: {reason}; {advice}"

@@ -1,0 +1,152 @@
+"""The values the store hands out (SummaryRecord, ThreadState) and the one it takes in.
+
+Plain frozen dataclasses: they cross threads and event loops, hash, and compare by value.
+A SummaryRecord's fields are named exactly like the ``compaction_summaries`` columns.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, get_args
+
+__all__ = [
+    "RECORD_FIELDS",
+    "NewSummary",
+    "SummaryKind",
+    "SummaryRecord",
+    "ThreadState",
+    "check_calibration",
+    "message_ids",
+    "record_from_row",
+]
+
+SummaryKind = Literal["initial", "update"]
+"""``initial`` came from the checkpoint prompt, ``update`` from the update prompt."""
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRecord:
+    """One stored summary: a version in a thread's lineage, covering a prefix of its messages."""
+
+    id: str
+    """uuid4 hex, assigned by the store."""
+    thread_id: str
+    """The conversation's thread id; ``""`` when the graph runs without one."""
+    namespace: str
+    """Separates stores of different agents or configs sharing one database."""
+    version: int
+    """1 for the thread's first summary, then one more than the newest at insert time."""
+    parent_id: str | None
+    """The summary this one updates; may name a row that retention has since deleted."""
+    boundary_message_id: str
+    """Id of the last message the summary covers."""
+    covered_messages: int
+    """How many messages of the history the summary replaces."""
+    prefix_hash: str
+    """Hash of the covered prefix; unique per thread and namespace."""
+    summary: str
+    """The summary text, never blank."""
+    summary_tokens: int
+    """Tokens of ``summary``."""
+    source_tokens: int
+    """Tokens of the messages the summary replaces."""
+    kind: SummaryKind
+    """``"initial"`` from the checkpoint prompt, ``"update"`` from the update prompt."""
+    model: str | None
+    """The summarizer model's name, when known."""
+    created_at: datetime
+    """When it was stored, timezone-aware UTC."""
+    rescued_message_ids: tuple[str, ...]
+    """Ids of messages kept verbatim next to the summary (e.g. skill files)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadState:
+    """A thread's failure count and token calibration; zero and empty for a thread never seen."""
+
+    thread_id: str
+    namespace: str
+    consecutive_failures: int
+    """Summary failures since the last success."""
+    messages_at_last_failure: int | None
+    """History length at the last failure; the cooldown counts new messages from here."""
+    calibration: float | None
+    """Measured/estimated token ratio, for correcting the token estimate."""
+    last_error: str | None
+    """The most recent failure's message; kept after a reset, for people inspecting."""
+
+
+@dataclass(frozen=True, slots=True)
+class NewSummary:
+    """A summary to insert, checked on creation so that a bad one never reaches the database.
+
+    The store assigns ``id``, ``version`` and ``created_at``.
+
+    Raises:
+        ValueError: the summary is blank, the kind unknown, the prefix hash empty, or a
+            count negative.
+    """
+
+    thread_id: str
+    namespace: str
+    parent_id: str | None
+    boundary_message_id: str
+    covered_messages: int
+    prefix_hash: str
+    summary: str
+    summary_tokens: int
+    source_tokens: int
+    kind: SummaryKind
+    model: str | None
+    rescued_message_ids: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.summary.strip():
+            raise ValueError("summary is blank; a summary call that returns no text is a failure")
+        if self.kind not in get_args(SummaryKind):
+            raise ValueError(f"kind must be 'initial' or 'update', got {self.kind!r}")
+        if not self.prefix_hash:
+            raise ValueError("prefix_hash is empty; pass the hash of the covered prefix")
+        for name in ("covered_messages", "summary_tokens", "source_tokens"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+
+
+def message_ids(ids: Sequence[str]) -> tuple[str, ...]:
+    """The ids as a tuple; a bare string is refused rather than split into characters.
+
+    Raises:
+        ValueError: ``ids`` is a string.
+    """
+    if isinstance(ids, str):
+        raise ValueError("rescued_message_ids must be a sequence of ids, not one string")
+    return tuple(ids)
+
+
+def check_calibration(ratio: float) -> float:
+    """The ratio, if it can calibrate token estimates (finite and > 0).
+
+    Raises:
+        ValueError: it cannot.
+    """
+    if not math.isfinite(ratio) or ratio <= 0:
+        raise ValueError(f"calibration ratio must be a finite number > 0, got {ratio!r}")
+    return ratio
+
+
+RECORD_FIELDS = tuple(field.name for field in dataclasses.fields(SummaryRecord))
+"""SummaryRecord's fields in order; a query selects these columns, in this order."""
+
+
+def record_from_row(row: Sequence[Any]) -> SummaryRecord:
+    """Turn one row of the :data:`RECORD_FIELDS` columns into a SummaryRecord.
+
+    Positional on purpose: building a mapping per row costs more than the query itself.
+    """
+    *values, ids = row
+    return SummaryRecord(*values, rescued_message_ids=tuple(json.loads(ids)))

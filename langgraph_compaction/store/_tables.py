@@ -1,0 +1,373 @@
+"""The store's tables and every statement run against them.
+
+Each operation is a plain function over a *sync* SQLAlchemy ``Connection``. The sync store
+calls it directly; the async store runs the very same function through
+``AsyncConnection.run_sync``, so the SQL and the row-to-record conversion exist once.
+
+Every column is a plain value a person can read in a SQLite browser: text, integers, a float,
+ISO-8601 timestamps (on SQLite) and a JSON array of message ids; no pickles or blobs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import UTC, datetime
+from typing import Any
+from uuid import uuid4
+
+from sqlalchemy import (
+    CheckConstraint,
+    Column,
+    Connection,
+    Dialect,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+    bindparam,
+    delete,
+    func,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.types import DateTime, TypeEngine
+
+from langgraph_compaction._exceptions import SummaryStoreError
+from langgraph_compaction.store._records import (
+    RECORD_FIELDS,
+    NewSummary,
+    SummaryRecord,
+    ThreadState,
+    record_from_row,
+)
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "UTCDateTime",
+    "create_schema",
+    "delete_thread",
+    "find_summary",
+    "insert_summary",
+    "latest_summaries",
+    "list_summaries",
+    "meta",
+    "metadata",
+    "record_failure",
+    "reset_failures",
+    "set_calibration",
+    "summaries",
+    "thread_state",
+    "threads",
+]
+
+SCHEMA_VERSION = 1
+"""Stored in ``compaction_meta`` so a future layout can tell an old store from a new one."""
+
+_LOCK_CLASS = 7_261_300
+"""First key of PostgreSQL advisory locks taken here (second key: 0 for DDL, else a thread)."""
+
+_MAX_ERROR_CHARS = 4000
+"""A failure message is stored for people to read, not a traceback archive."""
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC timestamp: ``TIMESTAMPTZ`` on PostgreSQL, ISO-8601 text on SQLite.
+
+    SQLite's own DATETIME drops the offset; fixed-width ISO text with ``+00:00`` keeps it,
+    reads well in a browser, and still sorts in time order.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(String(32))
+        return dialect.type_descriptor(DateTime(timezone=True))
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"timestamp {value!r} has no timezone; pass an aware datetime")
+        value = value.astimezone(UTC)
+        return value.isoformat(timespec="microseconds") if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        stamp = datetime.fromisoformat(value) if isinstance(value, str) else value
+        if not isinstance(stamp, datetime):
+            raise TypeError(f"expected a timestamp, the database returned {value!r}")
+        return stamp.replace(tzinfo=UTC) if stamp.tzinfo is None else stamp.astimezone(UTC)
+
+
+metadata = MetaData()
+
+summaries = Table(
+    "compaction_summaries",
+    metadata,
+    Column("id", Text, primary_key=True),
+    Column("thread_id", Text, nullable=False),
+    Column("namespace", Text, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("parent_id", Text, nullable=True),
+    Column("boundary_message_id", Text, nullable=False),
+    Column("covered_messages", Integer, nullable=False),
+    Column("prefix_hash", Text, nullable=False),
+    Column("summary", Text, nullable=False),
+    Column("summary_tokens", Integer, nullable=False),
+    Column("source_tokens", Integer, nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("model", Text, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("rescued_message_ids", Text, nullable=False),
+    CheckConstraint("kind IN ('initial', 'update')", name="ck_compaction_summaries_kind"),
+    # No foreign key on parent_id: retention deletes old versions, so the oldest remaining
+    # row may name a parent that is gone.
+)
+# One unique index is both the version key and the newest-first lookup per thread.
+Index(
+    "ix_compaction_summaries_newest",
+    summaries.c.thread_id,
+    summaries.c.namespace,
+    summaries.c.version.desc(),
+    unique=True,
+)
+# Makes a concurrent duplicate insert of the same prefix a no-op (ON CONFLICT DO NOTHING).
+Index(
+    "ux_compaction_summaries_prefix",
+    summaries.c.thread_id,
+    summaries.c.namespace,
+    summaries.c.prefix_hash,
+    unique=True,
+)
+
+threads = Table(
+    "compaction_threads",
+    metadata,
+    Column("thread_id", Text, nullable=False),
+    Column("namespace", Text, nullable=False),
+    Column("consecutive_failures", Integer, nullable=False, default=0),
+    Column("messages_at_last_failure", Integer, nullable=True),
+    Column("last_error", Text, nullable=True),
+    Column("last_failure_at", UTCDateTime, nullable=True),
+    Column("calibration", Float, nullable=True),
+    Column("updated_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("thread_id", "namespace", name="pk_compaction_threads"),
+)
+
+meta = Table(
+    "compaction_meta",
+    metadata,
+    Column("key", Text, primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+
+# The hot lookups are built once with bound parameters: building a statement per call costs
+# more than running it on SQLite.
+_IN_THREAD = select(*(summaries.c[name] for name in RECORD_FIELDS)).where(
+    summaries.c.thread_id == bindparam("thread_id"),
+    summaries.c.namespace == bindparam("namespace"),
+)
+_OLDEST_FIRST = _IN_THREAD.order_by(summaries.c.version)
+_NEWEST_FIRST = _IN_THREAD.order_by(summaries.c.version.desc()).limit(bindparam("limit"))
+_BY_PREFIX = _IN_THREAD.where(summaries.c.prefix_hash == bindparam("prefix_hash"))
+
+
+def _insert(conn: Connection, table: Table) -> postgresql.Insert | sqlite.Insert:
+    """The dialect's INSERT, which has ON CONFLICT support on both supported backends."""
+    if conn.dialect.name == "postgresql":
+        return postgresql.insert(table)
+    if conn.dialect.name == "sqlite":
+        return sqlite.insert(table)
+    raise SummaryStoreError(f"unsupported database {conn.dialect.name!r}; use SQLite or PostgreSQL")
+
+
+def _pg_lock(conn: Connection, key: str | None) -> None:
+    """Serialize PostgreSQL writers on one key until commit (SQLite: BEGIN IMMEDIATE does it)."""
+    if conn.dialect.name != "postgresql":
+        return
+    if key is None:
+        conn.execute(text("SELECT pg_advisory_xact_lock(:cls, 0)"), {"cls": _LOCK_CLASS})
+    else:
+        lock = text("SELECT pg_advisory_xact_lock(:cls, hashtext(:key))")
+        conn.execute(lock, {"cls": _LOCK_CLASS, "key": key})
+
+
+def create_schema(conn: Connection) -> None:
+    """Create missing tables and stamp the schema version; safe when processes race.
+
+    Raises:
+        SummaryStoreError: the database holds a store of a newer schema version.
+    """
+    _pg_lock(conn, None)
+    metadata.create_all(conn, checkfirst=True)
+    stamp = {"key": "schema_version", "value": str(SCHEMA_VERSION)}
+    conn.execute(_insert(conn, meta).values(stamp).on_conflict_do_nothing())
+    found = conn.scalar(select(meta.c.value).where(meta.c.key == "schema_version"))
+    if found != str(SCHEMA_VERSION):
+        raise SummaryStoreError(
+            f"the store has schema_version {found}, this package reads {SCHEMA_VERSION}; "
+            "upgrade langgraph-compaction or point it at another database"
+        )
+
+
+def list_summaries(conn: Connection, thread_id: str, namespace: str) -> list[SummaryRecord]:
+    """Every summary of the thread, oldest first."""
+    rows = conn.execute(_OLDEST_FIRST, {"thread_id": thread_id, "namespace": namespace})
+    return [record_from_row(row) for row in rows]
+
+
+def latest_summaries(
+    conn: Connection, thread_id: str, namespace: str, limit: int
+) -> list[SummaryRecord]:
+    """The newest ``limit`` summaries of the thread, newest first."""
+    params = {"thread_id": thread_id, "namespace": namespace, "limit": limit}
+    return [record_from_row(row) for row in conn.execute(_NEWEST_FIRST, params)]
+
+
+def find_summary(
+    conn: Connection, thread_id: str, namespace: str, prefix_hash: str
+) -> SummaryRecord | None:
+    """The thread's summary of exactly this prefix, if one is stored."""
+    params = {"thread_id": thread_id, "namespace": namespace, "prefix_hash": prefix_hash}
+    row = conn.execute(_BY_PREFIX, params).first()
+    return None if row is None else record_from_row(row)
+
+
+def insert_summary(conn: Connection, new: NewSummary, retention: int | None) -> SummaryRecord:
+    """Store ``new`` as the thread's next version, or return the row already holding its prefix.
+
+    Runs inside the caller's write transaction. A version collision with a writer that does not
+    take the per-thread lock surfaces as IntegrityError, which the caller retries.
+    """
+    _pg_lock(conn, f"{new.namespace}\x00{new.thread_id}")
+    existing = find_summary(conn, new.thread_id, new.namespace, new.prefix_hash)
+    if existing is not None:
+        return existing
+    newest = conn.scalar(
+        select(func.max(summaries.c.version)).where(
+            summaries.c.thread_id == new.thread_id, summaries.c.namespace == new.namespace
+        )
+    )
+    row_id = uuid4().hex
+    values = {
+        **dataclasses.asdict(new),
+        "id": row_id,
+        "version": (newest or 0) + 1,
+        "created_at": datetime.now(UTC),
+        "rescued_message_ids": json.dumps(list(new.rescued_message_ids)),
+    }
+    conflict = [summaries.c.thread_id, summaries.c.namespace, summaries.c.prefix_hash]
+    conn.execute(
+        _insert(conn, summaries).values(values).on_conflict_do_nothing(index_elements=conflict)
+    )
+    stored = find_summary(conn, new.thread_id, new.namespace, new.prefix_hash)
+    if stored is None:
+        raise SummaryStoreError("a summary just written could not be read back; retry the call")
+    if stored.id == row_id and retention is not None:
+        _trim(conn, new.thread_id, new.namespace, retention)
+    return stored
+
+
+def _trim(conn: Connection, thread_id: str, namespace: str, keep: int) -> None:
+    """Delete all but the newest ``keep`` versions of the thread."""
+    cut = conn.scalar(
+        select(summaries.c.version)
+        .where(summaries.c.thread_id == thread_id, summaries.c.namespace == namespace)
+        .order_by(summaries.c.version.desc())
+        .offset(keep)
+        .limit(1)
+    )
+    if cut is not None:
+        conn.execute(
+            delete(summaries).where(
+                summaries.c.thread_id == thread_id,
+                summaries.c.namespace == namespace,
+                summaries.c.version <= cut,
+            )
+        )
+
+
+def thread_state(conn: Connection, thread_id: str, namespace: str) -> ThreadState:
+    """The thread's failure count and calibration (zero and empty for a thread never seen)."""
+    stmt = select(threads).where(threads.c.thread_id == thread_id, threads.c.namespace == namespace)
+    row = conn.execute(stmt).mappings().first()
+    if row is None:
+        return ThreadState(thread_id, namespace, 0, None, None, None)
+    return ThreadState(
+        thread_id=thread_id,
+        namespace=namespace,
+        consecutive_failures=row["consecutive_failures"],
+        messages_at_last_failure=row["messages_at_last_failure"],
+        calibration=row["calibration"],
+        last_error=row["last_error"],
+    )
+
+
+def _upsert_thread(
+    conn: Connection,
+    thread_id: str,
+    namespace: str,
+    inserted: dict[str, Any],
+    updated: dict[str, Any],
+) -> None:
+    """Insert the thread's row with ``inserted``, or apply ``updated`` to the existing row."""
+    now = datetime.now(UTC)
+    stmt = _insert(conn, threads).values(
+        thread_id=thread_id, namespace=namespace, updated_at=now, **inserted
+    )
+    key = [threads.c.thread_id, threads.c.namespace]
+    conn.execute(
+        stmt.on_conflict_do_update(index_elements=key, set_={**updated, "updated_at": now})
+    )
+
+
+def record_failure(
+    conn: Connection, thread_id: str, namespace: str, message_count: int, error: str
+) -> ThreadState:
+    """Count one more consecutive failure and return the new state."""
+    fields = {
+        "messages_at_last_failure": message_count,
+        "last_error": error[:_MAX_ERROR_CHARS],
+        "last_failure_at": datetime.now(UTC),
+    }
+    inserted = {**fields, "consecutive_failures": 1}
+    updated = {**fields, "consecutive_failures": threads.c.consecutive_failures + 1}
+    _upsert_thread(conn, thread_id, namespace, inserted, updated)
+    return thread_state(conn, thread_id, namespace)
+
+
+def reset_failures(conn: Connection, thread_id: str, namespace: str) -> None:
+    """Clear the failure count after a success; the last error text stays for inspection."""
+    conn.execute(
+        update(threads)
+        .where(threads.c.thread_id == thread_id, threads.c.namespace == namespace)
+        .values(consecutive_failures=0, messages_at_last_failure=None, updated_at=datetime.now(UTC))
+    )
+
+
+def set_calibration(conn: Connection, thread_id: str, namespace: str, ratio: float) -> None:
+    """Store the thread's token calibration ratio (checked by the caller)."""
+    _upsert_thread(conn, thread_id, namespace, {"calibration": ratio}, {"calibration": ratio})
+
+
+def delete_thread(conn: Connection, thread_id: str, namespace: str | None) -> int:
+    """Delete the thread's summaries and state (one namespace, or all); return summaries deleted."""
+    where_s = [summaries.c.thread_id == thread_id]
+    where_t = [threads.c.thread_id == thread_id]
+    if namespace is not None:
+        where_s.append(summaries.c.namespace == namespace)
+        where_t.append(threads.c.namespace == namespace)
+    conn.execute(delete(threads).where(*where_t))
+    return conn.execute(delete(summaries).where(*where_s)).rowcount
