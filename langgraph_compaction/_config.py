@@ -98,7 +98,7 @@ def _spellings(model: type[BaseModel]) -> dict[str, tuple[str, ...]]:
 
 
 class _ConfigModel(BaseModel):
-    """Shared settings, and the conversion of pydantic's errors into ours."""
+    """Shared settings: frozen, unknown keys forbidden, snake_case or camelCase keys."""
 
     model_config = ConfigDict(
         frozen=True,
@@ -396,15 +396,13 @@ class CompactionConfig(_ConfigModel):
             raise CompactionConfigError(f"config file not found: {os.fspath(path)}") from None
         except (OSError, yaml.YAMLError) as exc:
             raise CompactionConfigError(f"cannot read {os.fspath(path)}: {exc}") from exc
-        where = os.fspath(path) if key is None else f"{os.fspath(path)} [{key}]"
-        section = document
+        where, section = os.fspath(path), document
         if key is not None and isinstance(document, Mapping):
             if key in document:
-                section = document[key]
-            elif not any(k in _accepted_keys(cls) for k in document):
+                where, section = f"{where} [{key}]", document[key]
+            elif not any(name in [*_accepted_keys(cls), *_REMOVED_KEYS] for name in document):
                 raise CompactionConfigError(
-                    f"{os.fspath(path)} has no `{key}:` section; pass key=None if the whole "
-                    "file is the config"
+                    f"{where} has no `{key}:` section; pass key=None if the file is the config"
                 )
         if not isinstance(section, Mapping | None):
             raise CompactionConfigError(f"{where}: expected a mapping of settings")
@@ -432,7 +430,7 @@ def _map_retain_recent(data: dict[str, Any], retain: Any) -> None:
 
 def _accepted_keys(model: type[_ConfigModel]) -> list[str]:
     keys = [key for spellings in _spellings(model).values() for key in spellings]
-    return [*keys, *model._extra_keys, *(_REMOVED_KEYS if model is CompactionConfig else ())]
+    return [*keys, *model._extra_keys]
 
 
 def _model_at(model: type[_ConfigModel], loc: tuple[int | str, ...]) -> type[_ConfigModel]:
@@ -458,7 +456,7 @@ def _dotted(loc: tuple[int | str, ...]) -> str:
 
 
 def _explain(exc: ValidationError) -> str:
-    """One line per problem: the dotted path of the field, what is wrong, what was given."""
+    """For each problem: the dotted path of the field, what is wrong, what was given."""
     lines = []
     for error in exc.errors(include_url=False):
         loc = tuple(error["loc"])

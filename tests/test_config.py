@@ -247,7 +247,7 @@ def test_two_spellings_of_one_field_are_an_error() -> None:
     ],
 )
 def test_each_trigger_type(kind: str, value: float) -> None:
-    expected = (ContextSize(type=kind, value=value),)  # type: ignore[arg-type]
+    expected = (ContextSize(type=kind, value=value),)
     assert CompactionConfig(trigger={"type": kind, "value": value}).trigger == expected
     assert CompactionConfig(trigger=(kind, value)).trigger == expected
     assert CompactionConfig(trigger=[kind, value]).trigger == expected
@@ -264,7 +264,7 @@ def test_trigger_list_keeps_order_and_null_stays_null() -> None:
 
 @pytest.mark.parametrize(("kind", "value"), [("messages", 20), ("tokens", 3000), ("fraction", 0.3)])
 def test_each_keep_type(kind: str, value: float) -> None:
-    expected = KeepSize(type=kind, value=value)  # type: ignore[arg-type]
+    expected = KeepSize(type=kind, value=value)
     assert CompactionConfig(keep={"type": kind, "value": value}).keep == expected
     assert CompactionConfig(keep=(kind, value)).keep == expected
 

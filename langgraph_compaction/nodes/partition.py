@@ -191,6 +191,8 @@ def _callers_of(messages: Sequence[BaseMessage], results: Sequence[int]) -> set[
     """The AI message each tool result belongs to (it travels with its rescued results)."""
     callers: set[int] = set()
     for index in results:
+        if not isinstance(messages[index], ToolMessage):
+            continue
         caller = index - 1
         while caller >= 0 and isinstance(messages[caller], ToolMessage):
             caller -= 1

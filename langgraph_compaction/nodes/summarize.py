@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import Runnable
 
 from .._config import CompactionConfig
@@ -23,6 +24,7 @@ from .._exceptions import SummarizerError
 from .._messages import make_summary_message
 from .._prompts import fill_prompt, render_transcript
 from .._runtime import CallWork, CompactionRuntime
+from .._tokens import TokenCounter
 from ..store import SummaryRecord, ThreadState
 from .partition import Partition, Reuse, _message_key
 
@@ -35,6 +37,7 @@ __all__ = [
 ]
 
 _CHARS_PER_TOKEN = 4
+_MARKER_CHARS = 48  # "\n[... N characters shortened ...]\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +54,8 @@ class Outcome:
 def shorten_message(message: BaseMessage, max_tokens: int) -> BaseMessage:
     """Keep the head and tail of a long message so it fits ``max_tokens`` (approximately)."""
     text = message.text if not isinstance(message.content, str) else message.content
-    limit = max(max_tokens * _CHARS_PER_TOKEN, 64)
-    if len(text) <= limit:
+    limit = max(max_tokens * _CHARS_PER_TOKEN - _MARKER_CHARS, 32)
+    if len(text) <= limit + _MARKER_CHARS:
         return message
     half = limit // 2
     cut = len(text) - 2 * half
@@ -61,7 +64,11 @@ def shorten_message(message: BaseMessage, max_tokens: int) -> BaseMessage:
 
 
 def plan_chunks(
-    messages: Sequence[BaseMessage], tokens: Sequence[int], trim: int | None, max_chunks: int
+    messages: Sequence[BaseMessage],
+    tokens: Sequence[int],
+    trim: int | None,
+    max_chunks: int,
+    counter: TokenCounter = count_tokens_approximately,
 ) -> tuple[list[list[BaseMessage]], int]:
     """Split evicted messages into at most ``max_chunks`` calls of at most ``trim`` tokens.
 
@@ -71,21 +78,27 @@ def plan_chunks(
     """
     if trim is None or not messages:
         return ([list(messages)] if messages else []), 0
-    cap = trim
-    if sum(min(t, cap) for t in tokens) > trim * max_chunks:
+
+    def shortened_to(cap: int) -> list[tuple[BaseMessage, int]]:
+        sized = []
+        for message, size in zip(messages, tokens, strict=True):
+            if size > cap:
+                message = shorten_message(message, cap)
+                size = counter([message])
+            sized.append((message, size))
+        return sized
+
+    sized = shortened_to(trim)  # one message never exceeds a call on its own
+    if _packed_chunks([t for _, t in sized], trim) > max_chunks:
         low, high = 1, trim
-        while low < high:  # largest cap whose capped total still fits every call
+        while low < high:  # the largest cap at which everything fits the calls allowed
             middle = (low + high + 1) // 2
-            if _packed_chunks(tokens, middle, trim) <= max_chunks:
+            if _packed_chunks([t for _, t in shortened_to(middle)], trim) <= max_chunks:
                 low = middle
             else:
                 high = middle - 1
-        cap = low
-    sized = [
-        (shorten_message(m, cap), min(t, cap)) if t > cap else (m, t)
-        for m, t in zip(messages, tokens, strict=True)
-    ]
-    shortened = sum(1 for t in tokens if t > cap)
+        sized = shortened_to(low)
+    shortened = sum(1 for (m, _), original in zip(sized, messages, strict=True) if m is not original)
     chunks: list[list[BaseMessage]] = []
     used = trim + 1
     for message, size in sized:
@@ -97,10 +110,10 @@ def plan_chunks(
     return chunks, shortened
 
 
-def _packed_chunks(tokens: Sequence[int], cap: int, trim: int) -> int:
+def _packed_chunks(sizes: Sequence[int], trim: int) -> int:
+    """How many calls greedy packing needs (a message over ``trim`` gets a call of its own)."""
     count, used = 0, trim + 1
-    for size in tokens:
-        size = min(size, cap)
+    for size in sizes:
         if used + size > trim:
             count += 1
             used = 0
@@ -171,6 +184,7 @@ def summarize_step(runtime: CompactionRuntime, work: CallWork) -> Step[Outcome]:
         [work.scan.tokens[i] for i in plan.evicted],
         config.trim_tokens_to_summarize,
         config.max_summary_chunks,
+        runtime.counter,
     )
     source_tokens = sum(work.scan.tokens[i] for i in plan.evicted)
     runtime.emit(

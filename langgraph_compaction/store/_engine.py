@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError
+from sqlalchemy.exc import ArgumentError, DataError, DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import AsyncAdaptedQueuePool, QueuePool, StaticPool
 
@@ -150,9 +150,10 @@ def describe_error(exc: BaseException, where: str) -> str:
     reason = lines[0] if lines else type(exc).__name__
     if isinstance(exc, IntegrityError):
         advice = "concurrent writers kept colliding; retry the call"
+    elif isinstance(exc, DataError):
+        advice = "a value cannot be stored (PostgreSQL text cannot hold NUL characters)"
+    elif where.startswith("sqlite"):
+        advice = "check the path in the URL, and that the file's folder exists and is writable"
     else:
-        advice = (
-            "check that the server is running and the URL, user and database are right; "
-            "for SQLite, that the file's folder exists and is writable"
-        )
+        advice = "check that the server is running and the URL, user and database are right"
     return f"summary store {where}: {type(exc).__name__}: {reason}; {advice}"

@@ -6,9 +6,9 @@ A SummaryRecord's fields are named exactly like the ``compaction_summaries`` col
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -149,4 +149,4 @@ def record_from_row(row: Sequence[Any]) -> SummaryRecord:
     Positional on purpose: building a mapping per row costs more than the query itself.
     """
     *values, ids = row
-    return SummaryRecord(*values, rescued_message_ids=tuple(json.loads(ids)))
+    return SummaryRecord(*(*values, tuple(json.loads(ids))))

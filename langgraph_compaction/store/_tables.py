@@ -251,7 +251,7 @@ def insert_summary(conn: Connection, new: NewSummary, retention: int | None) -> 
     Runs inside the caller's write transaction. A version collision with a writer that does not
     take the per-thread lock surfaces as IntegrityError, which the caller retries.
     """
-    _pg_lock(conn, f"{new.namespace}\x00{new.thread_id}")
+    _pg_lock(conn, f"{new.namespace}/{new.thread_id}")  # a clash only costs some waiting
     existing = find_summary(conn, new.thread_id, new.namespace, new.prefix_hash)
     if existing is not None:
         return existing

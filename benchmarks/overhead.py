@@ -1,0 +1,421 @@
+"""Overhead of one compaction call, next to the floor of a bare five-node LangGraph graph.
+
+Run it with ``python benchmarks/overhead.py`` (about a minute) or ``--quick`` (a smoke run).
+
+What is timed: one ``graph.invoke({"messages": history}, {"configurable": {"thread_id": T}})``
+of the compiled compaction subgraph, on histories of 100, 1,000 and 10,000 messages, in two
+scenarios:
+
+- ``passthrough``: the tokens trigger is huge, so no trigger fires and the call ends after
+  ``measure`` (DESIGN 6.1: no store access, no model call).
+- ``reuse``: the graph first runs once with a trigger the history crosses, so a deterministic,
+  instant fake summarizer (``InstantSummarizer`` below) writes a summary to the SQLite store.
+  The timed calls then go through all five nodes and serve that stored summary (the whole
+  history still fires the trigger, the compressed context does not): one store read per call,
+  no model call.
+
+Method:
+
+- Fresh histories. A real agent loads its history from a checkpointer on every turn, so the
+  message objects are new each time and nothing may be cached on object identity. Before any
+  timing, each history is round-tripped through langgraph's ``JsonPlusSerializer``
+  (``dumps_typed`` then ``loads_typed``), once per timed call; no object is timed twice.
+- Growing thread. Timed call ``k`` sees the base history plus ``k + 1`` new messages (a user
+  question or an assistant answer, alternating), as consecutive turns of one thread do. One
+  untimed warm-up call on the base history comes first, so the timed calls measure the
+  steady state of a thread this process has served before (its per-thread token cache is
+  warm; DESIGN 5 promises O(new messages) there).
+- Floor. A bare ``StateGraph`` with the same state schema and five nodes that each return
+  ``{}``, compiled with ``checkpointer=False``, invoked on the same history object right before
+  the compaction call. It is what LangGraph itself costs for five steps over this input;
+  ``overhead = median - floor median`` is what the package adds.
+- Timer: ``time.perf_counter_ns`` around ``invoke`` only. The garbage collector is paused
+  during each timed call and run between calls (as ``timeit`` does), so one call does not pay
+  for collecting the garbage of the deserialized copies.
+- Messages: a system prompt, then a realistic mix of user questions, assistant answers and
+  assistant tool calls whose ``ToolMessage`` results run a few hundred characters, with ids,
+  as ``add_messages`` gives them.
+- The store is a ``SummaryStore`` on a SQLite file in a temporary directory.
+
+Aims (for information, not enforced): overhead under 0.3 ms at 1,000 messages and under
+2 ms at 10,000 messages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import itertools
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import RunnableConfig
+from langgraph.channels.untracked_value import UntrackedValue
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from typing_extensions import TypedDict
+
+from langgraph_compaction import (
+    CompactionReport,
+    SummaryStore,
+    create_compaction_graph,
+)
+
+SIZES = (100, 1_000, 10_000)
+FULL_REPEATS = 30
+QUICK_REPEATS = 3
+QUICK_SIZES = (100, 1_000)
+AIM_MS = {1_000: 0.3, 10_000: 2.0}
+KEEP_MESSAGES = 20
+HEADER = (
+    f"{'size':>6}  {'scenario':<11}  {'median ms':>9}  {'p95 ms':>8}  "
+    f"{'floor median ms':>15}  {'overhead ms':>11}  {'aim ms':>6}"
+)
+
+# --------------------------------------------------------------------------- messages
+
+_QUESTIONS = (
+    "Why does the nightly export job time out after the schema migration?",
+    "Can you check which indexes exist on the orders table?",
+    "What would change if we batched the inserts in groups of 500?",
+    "Is the retry policy in worker.py safe for non-idempotent writes?",
+    "Show me the slowest queries from yesterday's log.",
+    "Could the connection pool size be the bottleneck here?",
+)
+_ANSWERS = (
+    "The export scans orders without an index on updated_at since migration 0042 dropped it; "
+    "each run now reads the whole table, which is why it crosses the 15-minute limit.",
+    "Batching in groups of 500 cuts round trips by two orders of magnitude; the transaction "
+    "stays short enough that replicas keep up, so I would start there.",
+    "The retry wrapper re-sends the whole request on a timeout, so a write that reached the "
+    "database twice is possible; an idempotency key on the payments call would close that.",
+    "The pool allows 10 connections while 24 workers share it, so most of the wait is queueing "
+    "for a connection rather than the query itself.",
+)
+_TOOLS = ("run_sql", "read_file", "grep_logs")
+
+
+def _tool_result(tool: str, turn: int) -> str:
+    """A tool output of a few hundred characters, different on every turn."""
+    rows = "\n".join(
+        f"{turn:05d}-{row}  orders_{row}  {1200 + 37 * row + turn % 97} ms  seq_scan={row % 2 == 0}"
+        for row in range(6)
+    )
+    return f"$ {tool} (turn {turn})\n{rows}\n-- 6 rows, exit status 0"
+
+
+def conversation(size: int, prefix: str) -> list[BaseMessage]:
+    """A history of exactly ``size`` messages: system, then turns of Q / tool call / A."""
+    messages: list[BaseMessage] = [
+        SystemMessage("You are a careful database engineer.", id=f"{prefix}-sys")
+    ]
+    turn = 0
+    while len(messages) < size:
+        turn += 1
+        tool = _TOOLS[turn % len(_TOOLS)]
+        call_id = f"call_{prefix}_{turn}"
+        messages.append(HumanMessage(_QUESTIONS[turn % len(_QUESTIONS)], id=f"{prefix}-u{turn}"))
+        messages.append(
+            AIMessage(
+                "",
+                id=f"{prefix}-c{turn}",
+                tool_calls=[{"name": tool, "args": {"query": f"turn {turn}"}, "id": call_id}],
+            )
+        )
+        messages.append(
+            ToolMessage(
+                _tool_result(tool, turn), tool_call_id=call_id, name=tool, id=f"{prefix}-t{turn}"
+            )
+        )
+        messages.append(AIMessage(_ANSWERS[turn % len(_ANSWERS)], id=f"{prefix}-a{turn}"))
+    del messages[size:]
+    # A history ends where a model call happens: after a user message or a tool result.
+    while messages[-1].type not in ("human", "tool"):
+        messages[-1] = HumanMessage(_QUESTIONS[0], id=messages[-1].id)
+    return messages
+
+
+def new_turn(prefix: str, index: int) -> BaseMessage:
+    """The ``index``-th message appended after the base history (answers and questions)."""
+    if index % 2 == 0:
+        return AIMessage(_ANSWERS[index % len(_ANSWERS)], id=f"{prefix}-n{index}")
+    return HumanMessage(_QUESTIONS[index % len(_QUESTIONS)], id=f"{prefix}-n{index}")
+
+
+_SERDE = JsonPlusSerializer()
+
+
+def roundtrip(history: Sequence[BaseMessage]) -> list[AnyMessage]:
+    """New message objects, as a checkpointer hands them back."""
+    loaded: list[AnyMessage] = _SERDE.loads_typed(_SERDE.dumps_typed(list(history)))
+    return loaded
+
+
+def fresh_histories(base: Sequence[BaseMessage], prefix: str, count: int) -> list[list[AnyMessage]]:
+    """``count`` deserialized histories, the ``k``-th one ``k + 1`` messages past ``base``."""
+    return [roundtrip([*base, *(new_turn(prefix, i) for i in range(k + 1))]) for k in range(count)]
+
+
+# --------------------------------------------------------------------------- graphs
+
+
+class InstantSummarizer(BaseChatModel):
+    """A deterministic, instant stand-in summarizer: no network, no randomness."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "instant-summarizer"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        lines = sum(len(m.text.splitlines()) for m in messages)
+        text = f"## Goal\nSpeed up the export job.\n## Progress\nRead {lines} prompt lines."
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
+
+
+class FloorInput(TypedDict):
+    messages: list[AnyMessage]
+
+
+class FloorOutput(TypedDict, total=False):
+    llm_input_messages: Annotated[list[AnyMessage], UntrackedValue]
+    compaction: Annotated[CompactionReport | None, UntrackedValue]
+
+
+class FloorState(FloorInput, FloorOutput):
+    pass
+
+
+def _nothing(state: FloorState) -> dict[str, Any]:
+    return {}
+
+
+def floor_graph() -> CompiledStateGraph[FloorState, None, FloorInput, FloorOutput]:
+    """Five nodes that return ``{}``, chained: what LangGraph alone costs per call."""
+    builder = StateGraph(FloorState, input_schema=FloorInput, output_schema=FloorOutput)
+    names = ("measure", "prune", "partition", "summarize", "assemble")
+    for name in names:
+        builder.add_node(name, _nothing)
+    builder.add_edge(START, names[0])
+    for first, second in itertools.pairwise(names):
+        builder.add_edge(first, second)
+    builder.add_edge(names[-1], END)
+    return builder.compile(checkpointer=False)
+
+
+Invoke = Callable[..., Any]
+"""A graph's ``invoke`` (overloaded, so typed loosely)."""
+
+
+# --------------------------------------------------------------------------- timing
+
+
+@dataclass(frozen=True)
+class Row:
+    size: int
+    scenario: str
+    median_ms: float
+    p95_ms: float
+    floor_median_ms: float
+
+    @property
+    def overhead_ms(self) -> float:
+        return self.median_ms - self.floor_median_ms
+
+    def render(self) -> str:
+        aim = AIM_MS.get(self.size)
+        aim_text = f"{aim:.1f}" if aim is not None else "-"
+        return (
+            f"{self.size:>6}  {self.scenario:<11}  {self.median_ms:>9.3f}  {self.p95_ms:>8.3f}  "
+            f"{self.floor_median_ms:>15.3f}  {self.overhead_ms:>11.3f}  {aim_text:>6}"
+        )
+
+
+CLOCKS: dict[str, Callable[[], int]] = {
+    "wall": time.perf_counter_ns,
+    "cpu": time.process_time_ns,
+}
+
+
+def _timed(
+    invoke: Invoke, history: list[AnyMessage], config: RunnableConfig, clock: Callable[[], int]
+) -> tuple[int, Any]:
+    gc.collect()
+    gc.disable()
+    try:
+        start = clock()
+        result = invoke({"messages": history}, config)
+        elapsed = clock() - start
+    finally:
+        gc.enable()
+    return elapsed, result
+
+
+def p95(samples: Sequence[float]) -> float:
+    """95th percentile, nearest rank (the worst sample when there are fewer than 20)."""
+    ordered = sorted(samples)
+    rank = max(1, -(-95 * len(ordered) // 100))
+    return ordered[rank - 1]
+
+
+def measure_configuration(
+    size: int,
+    scenario: str,
+    store: SummaryStore,
+    floor: CompiledStateGraph[FloorState, None, FloorInput, FloorOutput],
+    repeats: int,
+    clock: Callable[[], int] = time.perf_counter_ns,
+    profiler: cProfile.Profile | None = None,
+) -> Row:
+    """Build the graph for one configuration, prime its thread, and time ``repeats`` calls."""
+    prefix = f"{scenario}-{size}"
+    base = conversation(size, prefix)
+    config: RunnableConfig = {"configurable": {"thread_id": prefix}}
+    if scenario == "passthrough":
+        graph = create_compaction_graph(
+            {"trigger": {"type": "tokens", "value": 10**12}}, store=store
+        )
+        expected = "passthrough"
+    else:
+        # Crossed by the whole history; the summary plus the kept window stays well below it.
+        trigger = count_tokens_approximately(base) // 2
+        graph = create_compaction_graph(
+            {
+                "trigger": {"type": "tokens", "value": trigger},
+                "keep": {"type": "messages", "value": KEEP_MESSAGES},
+            },
+            model=InstantSummarizer(),
+            store=store,
+        )
+        expected = "reused"
+    first = graph.invoke({"messages": roundtrip(base)}, config)["compaction"]
+    if scenario == "reuse" and first.action != "summarized":
+        raise SystemExit(f"{prefix}: priming call did {first.action!r}, expected 'summarized'")
+    histories = fresh_histories(base, prefix, repeats)
+    samples: list[float] = []
+    floor_samples: list[float] = []
+    for history in histories:
+        floor_ns, _ = _timed(floor.invoke, history, config, clock)
+        if profiler is not None:
+            profiler.enable()
+        graph_ns, output = _timed(graph.invoke, history, config, clock)
+        if profiler is not None:
+            profiler.disable()
+        action = output["compaction"].action
+        if action != expected:
+            raise SystemExit(f"{prefix}: a timed call did {action!r}, expected {expected!r}")
+        floor_samples.append(floor_ns / 1e6)
+        samples.append(graph_ns / 1e6)
+    return Row(
+        size=size,
+        scenario=scenario,
+        median_ms=statistics.median(samples),
+        p95_ms=p95(samples),
+        floor_median_ms=statistics.median(floor_samples),
+    )
+
+
+def _progress(text: str) -> None:
+    print(f"[overhead] {text}", file=sys.stderr, flush=True)
+
+
+def profile_reuse(size: int, repeats: int, store: SummaryStore, top: int = 10) -> None:
+    """cProfile the timed reuse calls; print the package's functions by cumulative time."""
+    profiler = cProfile.Profile()
+    measure_configuration(size, "reuse", store, floor_graph(), repeats, profiler=profiler)
+    stats = pstats.Stats(profiler)
+    package = str(Path(__file__).resolve().parent.parent / "langgraph_compaction")
+    rows = [
+        (cumulative, calls, f"{Path(file).relative_to(Path(package).parent)}:{line}({name})")
+        for (file, line, name), (_, calls, _, cumulative, _) in stats.stats.items()  # type: ignore[attr-defined]
+        if file.startswith(package)
+    ]
+    total: float = stats.total_tt  # type: ignore[attr-defined]
+    print(f"cProfile, reuse path, {size} messages, {repeats} calls: {total * 1e3:.1f} ms in all")
+    print(f"{'cumulative ms/call':>18}  {'calls':>6}  function")
+    for cumulative, calls, where in sorted(rows, reverse=True)[:top]:
+        print(f"{cumulative * 1e3 / repeats:>18.3f}  {calls:>6}  {where}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="few repetitions (smoke test)")
+    parser.add_argument("--repeats", type=int, default=None, help="timed calls per configuration")
+    parser.add_argument(
+        "--clock",
+        choices=sorted(CLOCKS),
+        default="wall",
+        help="wall: perf_counter (default); cpu: process time, steadier on a busy machine",
+    )
+    parser.add_argument(
+        "--profile",
+        type=int,
+        metavar="SIZE",
+        help="instead of the table, cProfile the reuse path at SIZE messages",
+    )
+    args = parser.parse_args(argv)
+    repeats = args.repeats or (QUICK_REPEATS if args.quick else FULL_REPEATS)
+    sizes = QUICK_SIZES if args.quick else SIZES
+    clock = CLOCKS[args.clock]
+    floor = floor_graph()
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="compaction-bench-") as tmp:
+        store = SummaryStore(f"sqlite:///{Path(tmp) / 'summaries.db'}")
+        try:
+            if args.profile:
+                _progress(f"profiling the reuse path at {args.profile} messages ...")
+                profile_reuse(args.profile, repeats, store)
+                return 0
+            for size in sizes:
+                for scenario in ("passthrough", "reuse"):
+                    _progress(f"{size:>6} messages, {scenario}: {repeats} calls ...")
+                    started = time.perf_counter()
+                    row = measure_configuration(size, scenario, store, floor, repeats, clock)
+                    rows.append(row)
+                    _progress(
+                        f"{size:>6} messages, {scenario}: median {row.median_ms:.3f} ms, "
+                        f"floor {row.floor_median_ms:.3f} ms "
+                        f"(done in {time.perf_counter() - started:.1f} s)"
+                    )
+        finally:
+            store.close()
+    print(HEADER)
+    print("-" * len(HEADER))
+    for row in rows:
+        print(row.render())
+    print(
+        f"\n{repeats} fresh (deserialized) histories per row, {args.clock} clock; "
+        "overhead = median - floor median.\n"
+        "Aim: overhead under 0.3 ms at 1,000 and under 2 ms at 10,000 messages."
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,263 @@
+"""``python -m langgraph_compaction.store inspect``: what a summary store holds, at a glance.
+
+Without ``--thread``: one line per thread (its newest summary, failures and calibration).
+With ``--thread``: every stored version of that thread, with its lineage. ``--json`` prints
+the same data for scripts. The CLI only reads: it never creates tables or switches a SQLite
+file to WAL, and it exits with status 1 and a one-line message when it cannot read a store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Select, func, inspect, select
+from sqlalchemy.exc import SQLAlchemyError
+
+from langgraph_compaction._exceptions import SummaryStoreError
+from langgraph_compaction.store._engine import (
+    build_sync_engine,
+    derive_urls,
+    describe_error,
+    is_memory,
+    mask_url,
+)
+from langgraph_compaction.store._tables import meta, summaries, threads
+
+__all__ = ["load_report", "main", "render_table", "render_text"]
+
+_PARENT = summaries.alias("parent")
+
+
+def load_report(
+    url: str, *, thread: str | None = None, namespace: str | None = None
+) -> dict[str, Any]:
+    """Read the store's threads (and, for ``thread``, its versions) as plain data.
+
+    Raises:
+        SummaryStoreError: the URL is bad, the database unreachable, or the tables missing.
+    """
+    where = mask_url(url)
+    sync_url, _ = derive_urls(url)
+    if not is_memory(sync_url) and sync_url.get_backend_name() == "sqlite":
+        path = Path(sync_url.database or "")
+        if not path.is_file():
+            raise SummaryStoreError(f"summary store {where}: no SQLite file at {path}; check --url")
+    engine = build_sync_engine(sync_url, wal=False)
+    try:
+        with engine.connect() as conn:
+            missing = [t.name for t in (summaries, threads) if not inspect(conn).has_table(t.name)]
+            if missing:
+                raise SummaryStoreError(
+                    f"summary store {where}: missing table(s) {', '.join(missing)}; this is not a "
+                    "summary store, or nothing has used it yet (SummaryStore creates the tables "
+                    "on first use); check --url"
+                )
+            report: dict[str, Any] = {
+                "url": where,
+                "schema_version": _schema_version(conn),
+                "threads": _threads(conn, thread, namespace),
+            }
+            if thread is not None:
+                report["versions"] = _versions(conn, thread, namespace)
+            return report
+    except SQLAlchemyError as exc:
+        raise SummaryStoreError(describe_error(exc, where)) from exc
+    finally:
+        engine.dispose()
+
+
+def _schema_version(conn: Connection) -> str | None:
+    if not inspect(conn).has_table(meta.name):
+        return None
+    return conn.scalar(select(meta.c.value).where(meta.c.key == "schema_version"))
+
+
+def _filtered(stmt: Select[Any], table: Any, thread: str | None, ns: str | None) -> Select[Any]:
+    if thread is not None:
+        stmt = stmt.where(table.c.thread_id == thread)
+    return stmt if ns is None else stmt.where(table.c.namespace == ns)
+
+
+def _threads(conn: Connection, thread: str | None, ns: str | None) -> list[dict[str, Any]]:
+    """One entry per (thread, namespace) with a summary or a state row, newest summary first."""
+    s = summaries.c
+    counts = select(
+        s.thread_id, s.namespace, func.count().label("versions"), func.max(s.version).label("top")
+    ).group_by(s.thread_id, s.namespace)
+    agg = _filtered(counts, summaries, thread, ns).subquery()
+    newest = (
+        select(summaries, agg.c.versions, _PARENT.c.version.label("parent_version"))
+        .join(agg, (s.thread_id == agg.c.thread_id) & (s.namespace == agg.c.namespace))
+        .where(s.version == agg.c.top)
+        .outerjoin(_PARENT, _PARENT.c.id == s.parent_id)
+    )
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in conn.execute(newest).mappings():
+        found[(row["thread_id"], row["namespace"])] = {
+            **_summary_fields(row),
+            "versions": row["versions"],
+        }
+    for row in conn.execute(_filtered(select(threads), threads, thread, ns)).mappings():
+        entry = found.setdefault((row["thread_id"], row["namespace"]), {"versions": 0})
+        entry.update({k: _plain(v) for k, v in row.items()})
+    newest_first = sorted(found.values(), key=lambda e: e.get("created_at") or "", reverse=True)
+    return newest_first
+
+
+def _versions(conn: Connection, thread: str, ns: str | None) -> list[dict[str, Any]]:
+    """Every stored version of one thread, oldest first, with the parent's version."""
+    s = summaries.c
+    stmt = (
+        select(summaries, _PARENT.c.version.label("parent_version"))
+        .outerjoin(_PARENT, _PARENT.c.id == s.parent_id)
+        .order_by(s.namespace, s.version)
+    )
+    stmt = _filtered(stmt, summaries, thread, ns)
+    return [_summary_fields(row) for row in conn.execute(stmt).mappings()]
+
+
+def _summary_fields(row: Any) -> dict[str, Any]:
+    fields = {c.name: _plain(row[c.name]) for c in summaries.columns if c.name != "summary"}
+    fields["rescued_message_ids"] = json.loads(row["rescued_message_ids"])
+    fields["parent_version"] = row["parent_version"]
+    fields["summary_preview"] = " ".join(row["summary"].split())[:80]
+    return fields
+
+
+def _plain(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Columns aligned to their widest cell, numbers right-aligned."""
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    # A column is numeric when every filled cell ("-" is empty) is a number.
+    numeric = [
+        any(r[i] != "-" for r in rows) and all(r[i] == "-" or _is_number(r[i]) for r in rows)
+        for i in range(len(headers))
+    ]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            c.rjust(w) if num else c.ljust(w)
+            for c, w, num in zip(cells, widths, numeric, strict=True)
+        ).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def _is_number(cell: str) -> bool:
+    return cell.replace(",", "").replace(".", "", 1).replace("%", "").isdigit()
+
+
+def _stamp(iso: str | None) -> str:
+    return "-" if iso is None else iso.replace("T", " ")[:19]
+
+
+def _parent(entry: dict[str, Any]) -> str:
+    if entry.get("parent_id") is None:
+        return "-"
+    if entry.get("parent_version") is None:  # deleted by retention (or by hand)
+        return f"gone:{entry['parent_id'][:8]}"
+    return f"v{entry['parent_version']}"
+
+
+def _ratio(entry: dict[str, Any]) -> str:
+    source = entry.get("source_tokens") or 0
+    return f"{entry['summary_tokens'] / source:.1%}" if source else "-"
+
+
+def _num(value: Any) -> str:
+    return "-" if value is None else f"{value:,}" if isinstance(value, int) else f"{value:.3f}"
+
+
+_THREAD_HEADERS = (
+    "THREAD", "NAMESPACE", "VERSIONS", "LATEST", "PARENT", "SUMMARY TOK", "SOURCE TOK", "RATIO",
+    "CREATED (UTC)", "FAILURES", "LAST FAILURE (UTC)", "LAST ERROR", "CALIBRATION",
+)  # fmt: skip
+_VERSION_HEADERS = (
+    "NAMESPACE", "VERSION", "ID", "PARENT", "KIND", "COVERED", "SUMMARY TOK", "SOURCE TOK",
+    "RATIO", "CREATED (UTC)", "MODEL", "SUMMARY",
+)  # fmt: skip
+
+
+def _thread_cells(e: dict[str, Any]) -> list[str]:
+    summarized = "version" in e  # False for a thread that only has failures or calibration
+    return [
+        json.dumps(e["thread_id"]) if e["thread_id"] == "" else e["thread_id"],
+        e["namespace"],
+        str(e["versions"]),
+        f"v{e['version']}" if summarized else "-",
+        _parent(e),
+        _num(e.get("summary_tokens")),
+        _num(e.get("source_tokens")),
+        _ratio(e) if summarized else "-",
+        _stamp(e.get("created_at")),
+        _num(e.get("consecutive_failures", 0)),
+        _stamp(e.get("last_failure_at")),
+        " ".join((e.get("last_error") or "-").split())[:40],
+        _num(e.get("calibration")),
+    ]
+
+
+def _version_cells(v: dict[str, Any]) -> list[str]:
+    return [
+        v["namespace"],
+        str(v["version"]),
+        v["id"][:8],
+        _parent(v),
+        v["kind"],
+        _num(v["covered_messages"]),
+        _num(v["summary_tokens"]),
+        _num(v["source_tokens"]),
+        _ratio(v),
+        _stamp(v["created_at"]),
+        v["model"] or "-",
+        v["summary_preview"][:40],
+    ]
+
+
+def render_text(report: dict[str, Any]) -> str:
+    """The report as aligned tables for people."""
+    entries = report["threads"]
+    total = sum(e["versions"] for e in entries)
+    out = [
+        f"store {report['url']}  schema_version {report['schema_version'] or '-'}  "
+        f"{len(entries)} thread(s), {total} summary version(s)",
+        "",
+        render_table(_THREAD_HEADERS, [_thread_cells(e) for e in entries])
+        if entries
+        else "(no threads)",
+    ]
+    if "versions" in report:
+        rows = [_version_cells(v) for v in report["versions"]]
+        out += ["", render_table(_VERSION_HEADERS, rows) if rows else "(no summaries)"]
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="python -m langgraph_compaction.store",
+        description="Look inside a langgraph-compaction summary store.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    cmd = commands.add_parser("inspect", help="print threads, versions, failures, calibration")
+    cmd.add_argument("--url", required=True, help="e.g. sqlite:///compaction.db")
+    cmd.add_argument("--thread", help="list every version of this thread id")
+    cmd.add_argument("--namespace", help="only this namespace")
+    cmd.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    args = parser.parse_args(argv)
+    try:
+        report = load_report(args.url, thread=args.thread, namespace=args.namespace)
+    except SummaryStoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(report, indent=2) if args.json else render_text(report))
+    return 0
