@@ -1,9 +1,9 @@
 """Errors raised by langgraph-compaction.
 
-    CompactionError                 base of everything raised here
-    ├── CompactionConfigError       invalid configuration (also a ValueError)
-    ├── SummaryStoreError           the summary store cannot be opened, read or written
-    └── SummarizerError             a summary call failed, timed out or returned blank text
+CompactionError                 base of everything raised here
+├── CompactionConfigError       invalid configuration (also a ValueError)
+├── SummaryStoreError           the summary store cannot be opened, read or written
+└── SummarizerError             a summary call failed, timed out or returned blank text
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ work without it. Use exactly these sections:
 Keep every identifier verbatim: file paths, URLs, ids, numbers, names, error messages.
 Be concise and factual; do not invent anything. Reply with the summary only."""
 
-DEFAULT_UPDATE_PROMPT = """Here is the existing checkpoint summary of an earlier part of a conversation:
+DEFAULT_UPDATE_PROMPT = """Here is the checkpoint summary of an earlier part of a conversation:
 
 <summary>
 {summary}

@@ -103,7 +103,9 @@ class CompactionRuntime:
         resolved = CompactionConfig.coerce(config)
         if not namespace:
             raise CompactionConfigError("namespace must be a non-empty string")
-        summarizer = _resolve_model(model if model is not None else resolved.model, resolved.provider)
+        summarizer = _resolve_model(
+            model if model is not None else resolved.model, resolved.provider
+        )
         window = _window_of(resolved, fallback_model)
         budget = int(window * (1 - resolved.reserve_ratio)) if window else None
         if resolved.keep.type == "fraction" and window is None:
@@ -111,7 +113,9 @@ class CompactionRuntime:
                 "keep of type fraction needs the model's context window: set context_window "
                 "or pass the agent's model as fallback_model"
             )
-        thresholds = resolve_thresholds(resolved.trigger, window, budget) if resolved.enabled else ()
+        thresholds = (
+            resolve_thresholds(resolved.trigger, window, budget) if resolved.enabled else ()
+        )
         history = HistoryIndex(token_counter)
         return cls(
             config=resolved,
@@ -157,7 +161,11 @@ class CompactionRuntime:
         writer(event)
 
     def remember_sent(
-        self, key: tuple[str, str], messages: Sequence[BaseMessage], tokens: int, ratio: float | None
+        self,
+        key: tuple[str, str],
+        messages: Sequence[BaseMessage],
+        tokens: int,
+        ratio: float | None,
     ) -> None:
         """Note what this thread sends, to calibrate against the usage the reply reports."""
         if messages:

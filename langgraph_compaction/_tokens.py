@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import BaseTool
 
@@ -50,8 +50,7 @@ def count_fixed_tokens(
     system_prompt: str | None,
     tools: Sequence[BaseTool | dict[str, Any]] | None,
 ) -> int:
-    """Tokens the model node adds itself: a system prompt kept outside ``messages``, tool schemas."""
-    from langchain_core.messages import SystemMessage
+    """Tokens the model node adds itself: a system prompt outside ``messages``, tool schemas."""
 
     total = counter([SystemMessage(content=system_prompt)]) if system_prompt else 0
     if tools:
@@ -172,4 +171,3 @@ def _common_prefix(
         ):
             return index
     return size
-

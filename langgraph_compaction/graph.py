@@ -133,14 +133,12 @@ def build_graph(
         return assemble_node(state)
 
     def after_measure(state: WorkingState) -> Literal["prune", "__end__"]:
-        return "prune" if state.get("work") is not None else END
+        return "prune" if state.get("work") is not None else "__end__"
 
     def after_prune(state: WorkingState) -> Literal["partition", "__end__"]:
-        return END if "llm_input_messages" in state else "partition"
+        return "__end__" if "llm_input_messages" in state else "partition"
 
-    builder = StateGraph(
-        WorkingState, input_schema=CompactionInput, output_schema=CompactionOutput
-    )
+    builder = StateGraph(WorkingState, input_schema=CompactionInput, output_schema=CompactionOutput)
     for node_name, func, afunc in (
         ("measure", measure_node, ameasure_node),
         ("prune", prune_node, aprune_node),
@@ -155,7 +153,8 @@ def build_graph(
     builder.add_edge("partition", "summarize")
     builder.add_edge("summarize", "assemble")
     builder.add_edge("assemble", END)
-    return builder.compile(checkpointer=False, name=name)
+    graph = builder.compile(checkpointer=False, name=name)
+    return graph  # type: ignore[return-value]  # the working key is internal
 
 
 def _assembled(runtime: CompactionRuntime, work: CallWork, pruned_only: bool = False) -> Update:

@@ -24,7 +24,7 @@ from .store import SummaryStore
 __all__ = ["CompactionMiddleware"]
 
 
-class CompactionMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class CompactionMiddleware(AgentMiddleware):
     """Compact the model input of a ``create_agent`` agent before every model call.
 
     Example:

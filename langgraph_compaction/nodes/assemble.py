@@ -37,7 +37,9 @@ def split_rescued_caller(
     if all(r in rescued for r in results):
         return message
     wanted = [
-        m.tool_call_id for r in results if r in rescued and isinstance(m := messages[r], ToolMessage)
+        m.tool_call_id
+        for r in results
+        if r in rescued and isinstance(m := messages[r], ToolMessage)
     ]
     calls = []
     for call in message.tool_calls:
@@ -47,9 +49,7 @@ def split_rescued_caller(
     return message.model_copy(update={"content": "", "tool_calls": calls})
 
 
-def _shorten_newest_unit(
-    body: list[BaseMessage], tokens: list[int], limit: int
-) -> int:
+def _shorten_newest_unit(body: list[BaseMessage], tokens: list[int], limit: int) -> int:
     """Shorten the newest unit's largest tool results until the input fits; returns how many."""
     first = split_tool_units(body)[-1][0] if body else 0
     over = sum(tokens) - limit
@@ -69,7 +69,9 @@ def _shorten_newest_unit(
     return shortened
 
 
-def assemble(runtime: CompactionRuntime, work: CallWork, outcome: Outcome | None, pruned_only: bool = False) -> tuple[list[BaseMessage], CompactionReport]:
+def assemble(
+    runtime: CompactionRuntime, work: CallWork, outcome: Outcome | None, pruned_only: bool = False
+) -> tuple[list[BaseMessage], CompactionReport]:
     """The model input and the report of this call."""
     messages, scan, lead = work.messages, work.scan, work.lead
     source = work.model_messages if work.model_messages is not None else messages
@@ -113,7 +115,9 @@ def assemble(runtime: CompactionRuntime, work: CallWork, outcome: Outcome | None
         work.ratio,
     )
     runtime.remember_sent(work.key, messages, tokens_after, work.ratio)
-    action: CompactionAction = "pruned" if pruned_only else (outcome.action if outcome else "pruned")
+    action: CompactionAction = (
+        "pruned" if pruned_only else (outcome.action if outcome else "pruned")
+    )
     report = CompactionReport(
         action=action,
         tokens_before=work.tokens_before,
@@ -137,7 +141,10 @@ def assemble(runtime: CompactionRuntime, work: CallWork, outcome: Outcome | None
 def _drop_oldest_units(
     body: list[BaseMessage], tokens: list[int], start: int, available: int
 ) -> int:
-    """Drop the oldest whole units after ``start`` (never the latest user request or the newest unit)."""
+    """Drop the oldest whole units after ``start``.
+
+    Never the latest user request, never the newest unit.
+    """
     latest_user = find_latest_user_index(body, start)
     units = split_tool_units(body, start)[:-1]
     drop: set[int] = set()

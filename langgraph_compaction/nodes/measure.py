@@ -13,7 +13,7 @@ from typing import Literal
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 
-from .._config import CompactionConfig, ContextSize, KeepSize
+from .._config import ContextSize, KeepSize
 from .._exceptions import CompactionConfigError
 from .._messages import count_leading_system, split_tool_units
 from .._report import CompactionReport, ContextGauge
@@ -117,7 +117,10 @@ def find_keep_start(
 
 
 def measure_context(
-    runtime: CompactionRuntime, scan: HistoryScan, messages: Sequence[BaseMessage], ratio: float | None
+    runtime: CompactionRuntime,
+    scan: HistoryScan,
+    messages: Sequence[BaseMessage],
+    ratio: float | None,
 ) -> tuple[int, tuple[str, ...]]:
     """Total tokens of the whole context and the triggers it fires."""
     total = calibrated(runtime.fixed_tokens + scan.cumulative[-1], ratio)
@@ -128,7 +131,9 @@ def measure_context(
     return total, fired_triggers(runtime.thresholds, total, len(messages), refine)
 
 
-def _observe_usage(runtime: CompactionRuntime, key: tuple[str, str], messages: Sequence[BaseMessage]) -> None:
+def _observe_usage(
+    runtime: CompactionRuntime, key: tuple[str, str], messages: Sequence[BaseMessage]
+) -> None:
     """Calibrate from the usage a provider reported for the input this thread last sent."""
     sent = runtime.last_sent.get(key)
     if sent is None:

@@ -170,7 +170,9 @@ def find_skill_results(
     return found
 
 
-def _choose_skills(candidates: Sequence[int], scan: HistoryScan, config: CompactionConfig) -> list[int]:
+def _choose_skills(
+    candidates: Sequence[int], scan: HistoryScan, config: CompactionConfig
+) -> list[int]:
     """Newest first, within the count, total-token and per-skill budgets."""
     chosen: list[int] = []
     total = 0
@@ -215,7 +217,8 @@ def plan_partition(
     summary_tokens = runtime.summary_message(previous)[1] if previous else 0
     latest_user = find_latest_user_index(messages, work.lead)
     old_skills = [i for i in previous_rescued if isinstance(messages[i], ToolMessage)]
-    cutoff, rescued = candidates[-1], ()
+    cutoff = candidates[-1]
+    rescued: tuple[int, ...] = ()
     for candidate in candidates:
         rescued = _rescue(messages, scan, config, start, candidate, latest_user, old_skills)
         tokens, count, refine = _count_check(runtime, work, candidate, rescued, summary_tokens)
@@ -224,7 +227,7 @@ def plan_partition(
             break
     else:
         rescued = _rescue(messages, scan, config, start, cutoff, latest_user, old_skills)
-    kept = set(rescued)
+    kept: set[int] = set(rescued)
     folded = [i for i in previous_rescued if i not in kept]
     callers = _callers_of(messages, [i for i in range(start, cutoff) if i not in kept])
     evicted = folded + [i for i in range(start, cutoff) if i not in kept or i in callers]

@@ -98,7 +98,9 @@ def plan_chunks(
             else:
                 high = middle - 1
         sized = shortened_to(low)
-    shortened = sum(1 for (m, _), original in zip(sized, messages, strict=True) if m is not original)
+    shortened = sum(
+        1 for (m, _), original in zip(sized, messages, strict=True) if m is not original
+    )
     chunks: list[list[BaseMessage]] = []
     used = trim + 1
     for message, size in sized:
@@ -143,9 +145,7 @@ def _model_name(model: BaseChatModel) -> str:
     return type(model).__name__
 
 
-def _summary_call(
-    models: list[BaseChatModel], config: CompactionConfig, prompt: str
-) -> Step[str]:
+def _summary_call(models: list[BaseChatModel], config: CompactionConfig, prompt: str) -> Step[str]:
     """One summary call; on failure the fallback model is tried once for the rest."""
     while True:
         try:
