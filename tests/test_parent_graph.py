@@ -431,7 +431,7 @@ def test_messages_stream_does_not_show_the_injected_summary(tmp_path: Path) -> N
     # "compaction" node output carries the new summary message into the chat stream. A UI
     # that renders the messages stream shows "Here is a summary of the conversation to
     # date" as a new user message on each turn, although the summary is never in the state.
-    drive, streamed = _stream_messages(tmp_path, subgraphs=False)
+    _, streamed = _stream_messages(tmp_path, subgraphs=False)
     summaries = [m for m in streamed if m.name == "summary"]
     assert summaries == [], f"{len(summaries)} summary messages streamed to the parent"
 

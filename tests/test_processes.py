@@ -1,0 +1,154 @@
+"""A summary made by one process is reused by the next, through the SQLite file alone.
+
+Every process here is a fresh interpreter running ``tests/_reuse_worker.py``: it builds the
+store, the summarizer (a `RecordingSummarizer`) and the compaction graph afresh, runs its
+steps and reports each as a JSON line on stdout. Process A compacts a long conversation
+once; the tests copy A's store file and start the later processes on the copy.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _reuse_worker import EDITED_INDEX, EDITED_TEXT, TURNS, conversation
+
+WORKER = Path(__file__).with_name("_reuse_worker.py")
+THREAD = "thread-across-processes"
+
+Result = dict[str, Any]
+
+
+def run_worker(db: Path, *steps: str, thread: str = THREAD) -> list[Result]:
+    """Run the worker in a fresh interpreter (warnings are errors there too)."""
+    completed = subprocess.run(
+        [sys.executable, "-W", "error", str(WORKER), "--db", str(db), "--thread", thread, *steps],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+        cwd=WORKER.parent,
+    )
+    assert completed.returncode == 0, completed.stderr
+    results = [json.loads(line) for line in completed.stdout.splitlines() if line.strip()]
+    assert [r["step"] for r in results] == list(steps), completed.stdout
+    return results
+
+
+@pytest.fixture(scope="module")
+def process_a(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Result]:
+    """Process A: compact the base conversation once; the store file and A's report."""
+    db = tmp_path_factory.mktemp("process_a") / "summaries.db"
+    (result,) = run_worker(db, "base")
+    return db, result
+
+
+def copy_store(source: Path, folder: Path) -> Path:
+    """A copy of A's store file (with its WAL side files, if SQLite left any)."""
+    target = folder / "summaries.db"
+    for suffix in ("", "-wal", "-shm"):
+        side = source.with_name(source.name + suffix)
+        if side.exists():
+            shutil.copy(side, target.with_name(target.name + suffix))
+    return target
+
+
+def test_process_a_summarizes_the_long_conversation(process_a: tuple[Path, Result]) -> None:
+    _, a = process_a
+    assert a["action"] == "summarized"
+    assert a["summarizer_calls"] >= 1
+    assert a["summary_version"] == 1
+    assert a["summary_count"] == 1
+    assert len(a["llm_input"]) < a["input_messages"]
+    (row,) = a["store"]
+    assert row["id"] == a["summary_id"] and row["kind"] == "initial"
+    assert a["summary_text"].endswith(row["summary"])
+
+
+def test_process_b_reuses_a_summary_without_a_model_call(
+    process_a: tuple[Path, Result], tmp_path: Path
+) -> None:
+    db_a, a = process_a
+    db = copy_store(db_a, tmp_path)
+    same, extended = run_worker(db, "base", "extended")
+    assert same["pid"] != a["pid"]
+
+    assert same["action"] == "reused"
+    assert same["summarizer_calls"] == 0
+    assert same["summary_id"] == a["summary_id"]
+    # Reusing reproduces the model input byte for byte (provider prompt caches key on it).
+    assert json.dumps(same["llm_input"]) == json.dumps(a["llm_input"])
+
+    assert extended["action"] == "reused"
+    assert extended["summarizer_calls"] == 0
+    assert extended["summary_id"] == a["summary_id"]
+    assert extended["input_messages"] == a["input_messages"] + 4
+    assert extended["llm_input"][: len(a["llm_input"])] == a["llm_input"]
+    assert len(extended["llm_input"]) == len(a["llm_input"]) + 4
+    assert extended["store"] == a["store"], "reuse must not write a new summary"
+
+
+def _sentence(index: int) -> str:
+    """The first sentence of a message of the base conversation (it repeats inside it)."""
+    content = conversation(TURNS)[index].content
+    assert isinstance(content, str)
+    return content.split(". ")[0]
+
+
+def _assert_fresh_summary_of_edit(edited: Result, a: Result) -> None:
+    assert edited["action"] == "summarized"
+    assert edited["summarizer_calls"] >= 1
+    assert edited["summary_id"] != a["summary_id"]
+    assert edited["summary_text"] != a["summary_text"]
+    assert edited["summary_count"] == 1
+    sent = " ".join(edited["transcripts"])
+    assert EDITED_TEXT in sent
+    assert _sentence(EDITED_INDEX) not in sent
+    assert _sentence(EDITED_INDEX + 2) in sent  # the next user message: the check can see
+    # The old summary's text is never sent, neither to the model nor as a "previous summary".
+    stale = next(row["summary"] for row in a["store"] if row["id"] == a["summary_id"])
+    assert stale not in edited["summary_text"]
+    assert all(stale not in transcript for transcript in edited["transcripts"])
+    new_row = next(row for row in edited["store"] if row["id"] == edited["summary_id"])
+    assert new_row["kind"] == "initial" and new_row["parent_id"] is None
+    assert new_row["version"] == 2
+    # The edited message itself went into the summary, not into the kept window.
+    kept_ids = [m["data"]["id"] for m in edited["llm_input"]]
+    assert conversation(TURNS)[EDITED_INDEX].id not in kept_ids
+
+
+def test_edited_history_in_a_fresh_process_gets_a_fresh_summary(
+    process_a: tuple[Path, Result], tmp_path: Path
+) -> None:
+    db_a, a = process_a
+    db = copy_store(db_a, tmp_path)
+    (edited,) = run_worker(db, "edited")
+    _assert_fresh_summary_of_edit(edited, a)
+
+    # A third process finds both lineages and serves each history its own summary.
+    edited_again, base_again = run_worker(db, "edited", "base")
+    assert edited_again["action"] == "reused"
+    assert edited_again["summarizer_calls"] == 0
+    assert edited_again["summary_id"] == edited["summary_id"]
+    assert edited_again["llm_input"] == edited["llm_input"]
+    assert base_again["action"] == "reused"
+    assert base_again["summarizer_calls"] == 0
+    assert base_again["summary_id"] == a["summary_id"]
+    assert base_again["llm_input"] == a["llm_input"]
+
+
+def test_edited_history_after_a_reuse_in_the_same_process_gets_a_fresh_summary(
+    process_a: tuple[Path, Result], tmp_path: Path
+) -> None:
+    db_a, a = process_a
+    db = copy_store(db_a, tmp_path)
+    # The first step warms the process's caches (token counts, prefix hashes) on the
+    # original content of the message that the second step rewrites under the same id.
+    same, edited = run_worker(db, "base", "edited")
+    assert same["action"] == "reused" and same["summary_id"] == a["summary_id"]
+    _assert_fresh_summary_of_edit(edited, a)

@@ -1,0 +1,621 @@
+"""SummaryStore on every backend: one test body for SQLite and PostgreSQL, sync and async.
+
+The PostgreSQL cases use the server at 127.0.0.1:5432 (database ``test``, user ``postgres``
+or ``root``, trust auth) inside a schema made for this session and dropped afterwards; they
+are skipped, saying why, when no server answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing, contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+import pytest
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+
+from langgraph_compaction._exceptions import SummaryStoreError
+from langgraph_compaction.store import SummaryRecord, SummaryStore, ThreadState
+from langgraph_compaction.store import _store as store_module
+from langgraph_compaction.store import _tables
+from langgraph_compaction.store._engine import derive_urls
+
+# -- fixtures -----------------------------------------------------------------------------------
+
+PG_HOST, PG_PORT, PG_DATABASE, PG_USERS = "127.0.0.1", 5432, "test", ("postgres", "root")
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A store URL whose search_path is a fresh schema, dropped after the session."""
+    psycopg = pytest.importorskip("psycopg", reason="psycopg is needed for the PostgreSQL cases")
+    failures = []
+    for user in PG_USERS:
+        try:
+            admin = psycopg.connect(
+                host=PG_HOST,
+                port=PG_PORT,
+                dbname=PG_DATABASE,
+                user=user,
+                autocommit=True,
+                connect_timeout=3,
+            )
+            break
+        except psycopg.Error as exc:
+            failures.append(f"{user}: {str(exc).strip().splitlines()[0]}")
+    else:
+        pytest.skip(
+            f"no PostgreSQL server answers at {PG_HOST}:{PG_PORT} (database {PG_DATABASE!r}, "
+            f"users {PG_USERS}, trust auth): {'; '.join(failures)}"
+        )
+    schema = f"lgc_test_{uuid4().hex[:12]}"
+    with admin:
+        admin.execute(f'CREATE SCHEMA "{schema}"')
+        try:
+            yield (
+                f"postgresql://{user}@{PG_HOST}:{PG_PORT}/{PG_DATABASE}"
+                f"?options=-csearch_path%3D{schema}"
+            )
+        finally:
+            admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+class Backend:
+    """Stores on one URL, driven through their sync or their async methods alike.
+
+    ``await backend.list_summaries(...)`` calls ``list_summaries`` or ``alist_summaries``, so
+    each test body runs unchanged on every backend. Thread id and namespace are unique per
+    test, so tests sharing the PostgreSQL schema never see each other's rows.
+    """
+
+    def __init__(self, url: str, *, is_async: bool) -> None:
+        self.url = url
+        self.is_async = is_async
+        self.thread = f"thread-{uuid4().hex[:8]}"
+        self.ns = f"ns-{uuid4().hex[:8]}"
+        self.stores: list[SummaryStore] = []
+        self.store = self.open()
+
+    def open(self, **options: Any) -> SummaryStore:
+        """Another SummaryStore object on the same database."""
+        store = SummaryStore(self.url, **options)
+        self.stores.append(store)
+        return store
+
+    def on(self, store: SummaryStore) -> Callable[..., Awaitable[Any]]:
+        """``call(name, ...)`` for an explicit store (see ``__getattr__``)."""
+
+        async def call(name: str, *args: Any, **kwargs: Any) -> Any:
+            if self.is_async:
+                return await getattr(store, f"a{name}")(*args, **kwargs)
+            return getattr(store, name)(*args, **kwargs)
+
+        return call
+
+    def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
+        call = self.on(self.store)
+        return lambda *args, **kwargs: call(name, *args, **kwargs)
+
+    async def close(self) -> None:
+        for store in self.stores:
+            await store.aclose()
+
+
+def _backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    database, mode = request.param.split("-")
+    if database == "postgres":
+        url = request.getfixturevalue("pg_url")
+    else:
+        url = f"sqlite:///{tmp_path / 'store.db'}"
+    return Backend(url, is_async=mode == "async")
+
+
+@pytest.fixture(params=["sqlite-sync", "sqlite-async", "postgres-sync", "postgres-async"])
+async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+    b = _backend(request, tmp_path)
+    yield b
+    await b.close()
+
+
+@pytest.fixture(params=["sqlite-sync", "sqlite-async"])
+async def sqlite_backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+    b = _backend(request, tmp_path)
+    yield b
+    await b.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "postgres":
+        url: str = request.getfixturevalue("pg_url")
+        return url
+    return f"sqlite:///{tmp_path / 'store.db'}"
+
+
+def fields(b: Backend, n: int, **overrides: Any) -> dict[str, Any]:
+    """add_summary arguments for the n-th summary of the backend's thread."""
+    values: dict[str, Any] = {
+        "thread_id": b.thread,
+        "namespace": b.ns,
+        "parent_id": None,
+        "boundary_message_id": f"msg-{n}",
+        "covered_messages": 10 * n,
+        "prefix_hash": f"prefix-{n}",
+        "summary": f"Summary number {n}.",
+        "summary_tokens": 20 + n,
+        "source_tokens": 1000 * n,
+        "kind": "initial" if n == 1 else "update",
+        "model": "gpt-4o-mini",
+        "rescued_message_ids": (),
+    }
+    return {**values, **overrides}
+
+
+async def add_chain(b: Backend, count: int, store: SummaryStore | None = None) -> list[Any]:
+    """Add ``count`` summaries, each the update of the one before."""
+    call = b.on(store or b.store)
+    records: list[SummaryRecord] = []
+    for n in range(1, count + 1):
+        parent = records[-1].id if records else None
+        records.append(await call("add_summary", **fields(b, n, parent_id=parent)))
+    return records
+
+
+@contextmanager
+def raw_sqlite(path: Path | str) -> Iterator[sqlite3.Connection]:
+    """A plain sqlite3 connection, as a person with a SQLite browser would open the file."""
+    with closing(sqlite3.connect(path)) as raw, raw:
+        yield raw
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "langgraph_compaction.store", "inspect", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+
+
+# -- summaries ----------------------------------------------------------------------------------
+
+
+async def test_round_trip_keeps_every_field(backend: Backend) -> None:
+    before = datetime.now(UTC)
+    text = "Goal: ship v2.\n- keep `/srv/app.py` verbatim; ünïcode ✓"
+    added = await backend.add_summary(
+        **fields(backend, 1, summary=text, rescued_message_ids=["m-3", "m-7"])
+    )
+    plain = await backend.add_summary(**fields(backend, 2, parent_id=added.id, model=None))
+
+    [stored, stored_plain] = await backend.list_summaries(backend.thread, backend.ns)
+    assert (stored, stored_plain) == (added, plain)
+    assert re.fullmatch(r"[0-9a-f]{32}", stored.id)
+    assert stored.thread_id == backend.thread and stored.namespace == backend.ns
+    assert (stored.version, stored.parent_id) == (1, None)
+    assert (stored.boundary_message_id, stored.covered_messages) == ("msg-1", 10)
+    assert (stored.prefix_hash, stored.summary) == ("prefix-1", text)
+    assert (stored.summary_tokens, stored.source_tokens) == (21, 1000)
+    assert (stored.kind, stored.model) == ("initial", "gpt-4o-mini")
+    assert stored.rescued_message_ids == ("m-3", "m-7")
+    assert stored.created_at.utcoffset() == timedelta(0)
+    assert before <= stored.created_at <= datetime.now(UTC)
+    assert (stored_plain.version, stored_plain.parent_id) == (2, added.id)
+    assert (stored_plain.kind, stored_plain.model) == ("update", None)
+    assert stored_plain.rescued_message_ids == ()
+    assert await backend.find_summary(backend.thread, backend.ns, "prefix-1") == added
+
+
+async def test_list_is_oldest_first_and_latest_newest_first(backend: Backend) -> None:
+    await add_chain(backend, 4)
+
+    listed = await backend.list_summaries(backend.thread, backend.ns)
+    assert [r.version for r in listed] == [1, 2, 3, 4]
+    latest = await backend.latest_summaries(backend.thread, backend.ns, limit=2)
+    assert [r.version for r in latest] == [4, 3]
+    assert await backend.latest_summaries(backend.thread, backend.ns) == listed[::-1]
+    assert await backend.find_summary(backend.thread, backend.ns, "no-such-prefix") is None
+    assert await backend.list_summaries("no-such-thread", backend.ns) == []
+
+
+async def test_duplicate_prefix_is_a_no_op_returning_the_existing_row(backend: Backend) -> None:
+    first = await backend.add_summary(**fields(backend, 1))
+    again = await backend.add_summary(
+        **fields(backend, 1, summary="Different text.", summary_tokens=999, model="other")
+    )
+
+    assert again == first
+    assert await backend.list_summaries(backend.thread, backend.ns) == [first]
+    following = await backend.add_summary(**fields(backend, 2, parent_id=first.id))
+    assert following.version == 2  # the duplicate did not use up a version
+
+
+async def test_versions_increase_with_parent_lineage(backend: Backend) -> None:
+    chain = await add_chain(backend, 3)
+
+    assert [r.version for r in chain] == [1, 2, 3]
+    assert [r.parent_id for r in chain] == [None, chain[0].id, chain[1].id]
+    # Each namespace, and the thread-less "" thread, numbers its own versions.
+    other_ns = await backend.add_summary(**fields(backend, 1, namespace=f"{backend.ns}-b"))
+    no_thread = await backend.add_summary(**fields(backend, 1, thread_id=""))
+    assert (other_ns.version, no_thread.version) == (1, 1)
+    assert await backend.find_summary("", backend.ns, "prefix-1") == no_thread
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        {"summary": ""},
+        {"summary": "  \n\t "},
+        {"kind": "final"},
+        {"prefix_hash": ""},
+        {"summary_tokens": -1},
+        {"rescued_message_ids": "msg-1"},
+    ],
+    ids=["empty", "whitespace", "bad-kind", "no-prefix", "negative-tokens", "ids-string"],
+)
+async def test_invalid_summary_is_rejected_and_nothing_stored(
+    backend: Backend, override: dict[str, Any]
+) -> None:
+    with pytest.raises(ValueError, match=next(iter(override))):
+        await backend.add_summary(**fields(backend, 1, **override))
+
+    assert await backend.list_summaries(backend.thread, backend.ns) == []
+
+
+# -- per-thread state ---------------------------------------------------------------------------
+
+
+async def test_failures_reset_and_calibration(backend: Backend) -> None:
+    t, ns = backend.thread, backend.ns
+    assert await backend.thread_state(t, ns) == ThreadState(t, ns, 0, None, None, None)
+
+    first = await backend.record_failure(t, ns, message_count=30, error="timeout")
+    second = await backend.record_failure(t, ns, message_count=34, error="blank summary")
+    assert (first.consecutive_failures, first.messages_at_last_failure) == (1, 30)
+    assert second == ThreadState(t, ns, 2, 34, None, "blank summary")
+
+    await backend.set_calibration(t, ns, 1.25)
+    assert await backend.thread_state(t, ns) == ThreadState(t, ns, 2, 34, 1.25, "blank summary")
+    await backend.reset_failures(t, ns)
+    assert await backend.thread_state(t, ns) == ThreadState(t, ns, 0, None, 1.25, "blank summary")
+
+    other = f"{ns}-b"
+    assert await backend.thread_state(t, other) == ThreadState(t, other, 0, None, None, None)
+    await backend.reset_failures("never-seen", ns)  # a no-op, not an error
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="calibration"):
+            await backend.set_calibration(t, ns, bad)
+    assert (await backend.thread_state(t, ns)).calibration == 1.25
+
+
+async def test_delete_thread(backend: Backend) -> None:
+    t, ns, ns_b = backend.thread, backend.ns, f"{backend.ns}-b"
+    await add_chain(backend, 2)
+    await backend.record_failure(t, ns, message_count=5, error="boom")
+    await backend.add_summary(**fields(backend, 1, namespace=ns_b))
+    await backend.add_summary(**fields(backend, 1, thread_id=f"{t}-other"))
+
+    assert await backend.delete_thread(t, ns) == 2
+    assert await backend.list_summaries(t, ns) == []
+    assert await backend.thread_state(t, ns) == ThreadState(t, ns, 0, None, None, None)
+    assert len(await backend.list_summaries(t, ns_b)) == 1
+    assert await backend.delete_thread(t) == 1  # every namespace
+    assert await backend.list_summaries(t, ns_b) == []
+    assert len(await backend.list_summaries(f"{t}-other", ns)) == 1
+    assert await backend.delete_thread(t) == 0
+
+
+async def test_retention_keeps_only_the_newest_versions(backend: Backend) -> None:
+    kept = backend.open(retention=2)
+    chain = await add_chain(backend, 4, store=kept)
+
+    listed = await backend.on(kept)("list_summaries", backend.thread, backend.ns)
+    assert [r.version for r in listed] == [3, 4]
+    # The oldest kept row still names its parent, which retention deleted.
+    assert listed[0].parent_id == chain[1].id
+    assert await backend.find_summary(backend.thread, backend.ns, "prefix-2") is None
+    fifth = await backend.on(kept)("add_summary", **fields(backend, 5, parent_id=chain[3].id))
+    assert fifth.version == 5
+    listed = await backend.list_summaries(backend.thread, backend.ns)
+    assert [r.version for r in listed] == [4, 5]
+    with pytest.raises(ValueError, match="retention"):
+        SummaryStore(backend.url, retention=0)
+
+
+async def test_two_store_objects_see_each_others_rows(backend: Backend) -> None:
+    other = backend.open()
+    call_other = backend.on(other)
+
+    first = await backend.add_summary(**fields(backend, 1))
+    assert await call_other("list_summaries", backend.thread, backend.ns) == [first]
+    second = await call_other("add_summary", **fields(backend, 2, parent_id=first.id))
+    assert second.version == 2
+    assert await backend.latest_summaries(backend.thread, backend.ns) == [second, first]
+    assert await call_other("add_summary", **fields(backend, 1)) == first
+
+
+async def test_concurrent_inserts_get_unique_versions(backend: Backend) -> None:
+    stores = [backend.store, backend.open(), backend.open()]
+    # 16 distinct prefixes, and 8 of them submitted twice, from three store objects.
+    jobs = [(stores[i % 3], i % 16) for i in range(24)]
+
+    if backend.is_async:
+        results = await asyncio.gather(*(s.aadd_summary(**fields(backend, n + 1)) for s, n in jobs))
+    else:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            futures = [pool.submit(s.add_summary, **fields(backend, n + 1)) for s, n in jobs]
+            results = [f.result() for f in futures]
+
+    listed = await backend.list_summaries(backend.thread, backend.ns)
+    assert sorted(r.version for r in listed) == list(range(1, 17))
+    by_prefix = {r.prefix_hash: r for r in listed}
+    assert all(by_prefix[r.prefix_hash] == r for r in results)
+
+
+# -- SQLite specifics -----------------------------------------------------------------------------
+
+
+async def test_sqlite_connections_use_wal_busy_timeout_and_foreign_keys(
+    sqlite_backend: Backend,
+) -> None:
+    await sqlite_backend.add_summary(**fields(sqlite_backend, 1))
+    store = sqlite_backend.store
+    pragmas = ["PRAGMA journal_mode", "PRAGMA busy_timeout", "PRAGMA foreign_keys"]
+
+    if sqlite_backend.is_async:
+        engine = await store._async_engine()  # what every pooled connection was given
+        async with engine.connect() as conn:
+            values = [(await conn.exec_driver_sql(p)).scalar() for p in pragmas]
+    else:
+        with store._sync_engine().connect() as conn:
+            values = [conn.exec_driver_sql(p).scalar() for p in pragmas]
+
+    assert values == ["wal", 30_000, 1]
+
+
+async def test_sqlite_columns_are_plain_readable_values(sqlite_backend: Backend) -> None:
+    await sqlite_backend.add_summary(**fields(sqlite_backend, 1, rescued_message_ids=["a", "b"]))
+    path = sqlite_backend.url.removeprefix("sqlite:///")
+
+    with raw_sqlite(path) as raw:
+        created, ids, kind = raw.execute(
+            "SELECT created_at, rescued_message_ids, kind FROM compaction_summaries"
+        ).fetchone()
+        assert raw.execute("SELECT value FROM compaction_meta").fetchall() == [("1",)]
+        with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+            raw.execute("UPDATE compaction_summaries SET kind = 'final'")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00", created)
+    assert (json.loads(ids), kind) == (["a", "b"], "initial")
+
+
+def test_sqlite_writer_waits_for_a_held_lock_instead_of_failing(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    b = Backend(url, is_async=False)
+    b.store.list_summaries("warm-up")  # creates the tables
+    holder = sqlite3.connect(tmp_path / "store.db", isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    threading.Timer(0.5, holder.rollback).start()
+
+    started = time.perf_counter()
+    record = b.store.add_summary(**fields(b, 1))
+    waited = time.perf_counter() - started
+
+    assert record.version == 1
+    assert waited >= 0.4
+    holder.close()
+    b.store.close()
+
+
+def test_tables_are_created_once_when_stores_race(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    stores = [SummaryStore(url) for _ in range(6)]
+    start = threading.Barrier(len(stores))
+
+    def first_use(store: SummaryStore) -> list[SummaryRecord]:
+        start.wait()
+        return store.list_summaries("t")
+
+    with ThreadPoolExecutor(max_workers=len(stores)) as pool:
+        assert list(pool.map(first_use, stores)) == [[]] * len(stores)
+    with raw_sqlite(tmp_path / "fresh.db") as raw:
+        assert raw.execute("SELECT key, value FROM compaction_meta").fetchall() == [
+            ("schema_version", "1")
+        ]
+    for store in stores:
+        store.close()
+
+
+def test_memory_database_serves_every_thread(tmp_path: Path) -> None:
+    b = Backend("sqlite:///:memory:", is_async=False)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(lambda n: b.store.add_summary(**fields(b, n)), range(1, 9)))
+
+    listed = b.store.list_summaries(b.thread, b.ns)
+    assert [r.version for r in listed] == list(range(1, 9))
+    b.store.close()
+
+
+def test_lookups_use_an_index_and_take_under_a_millisecond(tmp_path: Path) -> None:
+    b = Backend(f"sqlite:///{tmp_path / 'store.db'}", is_async=False)
+    b.store.list_summaries("warm-up")
+    stamp = datetime.now(UTC).isoformat(timespec="microseconds")
+    rows = [
+        (uuid4().hex, f"t{t}", b.ns, v, None, "m", 1, f"p{v}", "text " * 200, 1, 1, "update",
+         None, stamp, "[]")
+        for t in range(200) for v in range(1, 21)
+    ]  # fmt: skip
+    with raw_sqlite(tmp_path / "store.db") as raw:
+        raw.executemany(f"INSERT INTO compaction_summaries VALUES ({','.join('?' * 15)})", rows)
+        for stmt in (_tables._NEWEST_FIRST, _tables._BY_PREFIX):
+            sql = str(stmt.compile(dialect=sqlite_dialect.dialect()))
+            plan = raw.execute(f"EXPLAIN QUERY PLAN {sql}", (1,) * sql.count("?")).fetchall()
+            assert "USING INDEX" in str(plan), plan
+
+    def best_mean_us(call: Callable[[], object]) -> float:
+        call()
+        batches = []
+        for _ in range(10):
+            started = time.perf_counter()
+            for _ in range(50):
+                call()
+            batches.append((time.perf_counter() - started) / 50 * 1e6)
+        return min(batches)
+
+    latest = best_mean_us(lambda: b.store.latest_summaries("t100", b.ns))
+    found = best_mean_us(lambda: b.store.find_summary("t100", b.ns, "p7"))
+    assert len(b.store.latest_summaries("t100", b.ns)) == 8
+    assert latest < 1000 and found < 1000, (latest, found)
+    b.store.close()
+
+
+# -- engines, loops and errors -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "sync", "async_"),
+    [
+        ("sqlite:///x.db", "sqlite:///x.db", "sqlite+aiosqlite:///x.db"),
+        ("sqlite+aiosqlite:///x.db", "sqlite:///x.db", "sqlite+aiosqlite:///x.db"),
+        ("postgresql://u@h/db", "postgresql+psycopg://u@h/db", "postgresql+psycopg://u@h/db"),
+        ("postgresql+psycopg://u@h/d", "postgresql+psycopg://u@h/d", "postgresql+psycopg://u@h/d"),
+        ("postgresql+asyncpg://u@h/d", "postgresql+psycopg://u@h/d", "postgresql+psycopg://u@h/d"),
+    ],
+)
+def test_one_url_gives_the_sync_and_the_async_driver(url: str, sync: str, async_: str) -> None:
+    derived = derive_urls(url)
+    assert tuple(u.render_as_string() for u in derived) == (sync, async_)
+
+
+def test_sync_use_never_creates_the_async_engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(url: object) -> None:
+        raise AssertionError("the async engine was created")
+
+    monkeypatch.setattr(store_module, "build_async_engine", refuse)
+    b = Backend(f"sqlite:///{tmp_path / 'store.db'}", is_async=False)
+    b.store.add_summary(**fields(b, 1))
+    b.store.record_failure(b.thread, b.ns, message_count=1, error="x")
+    assert len(b.store.list_summaries(b.thread, b.ns)) == 1
+    with pytest.raises(AssertionError, match="async engine"):
+        asyncio.run(b.store.alist_summaries(b.thread, b.ns))
+    b.store.close()
+
+
+def test_async_methods_work_from_one_event_loop_after_another(db_url: str) -> None:
+    b = Backend(db_url, is_async=True)
+    first = asyncio.run(b.store.aadd_summary(**fields(b, 1)))
+    second = asyncio.run(b.store.aadd_summary(**fields(b, 2, parent_id=first.id)))
+
+    assert asyncio.run(b.store.alist_summaries(b.thread, b.ns)) == [first, second]
+    asyncio.run(b.store.aclose())
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("not a url", "cannot be parsed"),
+        ("mysql://user:s3cret@db.example/app", "names 'mysql'"),
+    ],
+)
+def test_an_unusable_url_is_refused_at_once(url: str, expected: str) -> None:
+    with pytest.raises(SummaryStoreError, match=expected) as caught:
+        SummaryStore(url)
+    assert "s3cret" not in str(caught.value)
+
+
+async def test_database_errors_name_the_masked_url_and_what_to_do(tmp_path: Path) -> None:
+    unreachable = SummaryStore("postgresql://user:s3cret@127.0.0.1:1/app")
+    for call in (
+        lambda: unreachable.list_summaries("t"),
+        lambda: unreachable.thread_state("t", "n"),
+    ):
+        with pytest.raises(SummaryStoreError) as caught:
+            call()
+        message = str(caught.value)
+        assert "postgresql+psycopg" not in message and "s3cret" not in message
+        assert "postgresql://user:***@127.0.0.1:1/app" in message
+        assert "server is running" in message
+    with pytest.raises(SummaryStoreError, match=r"127\.0\.0\.1:1"):
+        await unreachable.alist_summaries("t")
+    await unreachable.aclose()
+
+    folder = SummaryStore(f"sqlite:///{tmp_path / 'no' / 'such' / 'dir.db'}")
+    with pytest.raises(SummaryStoreError, match="folder exists"):
+        folder.list_summaries("t")
+
+
+# -- the inspect CLI ----------------------------------------------------------------------------
+
+
+async def test_inspect_prints_threads_versions_failures_and_calibration(db_url: str) -> None:
+    b = Backend(db_url, is_async=False)
+    chain = await add_chain(b, 2)
+    b.store.record_failure(b.thread, b.ns, message_count=12, error="model timed out")
+    b.store.set_calibration(b.thread, b.ns, 1.125)
+    b.store.close()
+
+    overview = run_cli("--url", db_url, "--namespace", b.ns)
+    assert overview.returncode == 0, overview.stderr
+    header, rule, row = overview.stdout.splitlines()[2:5]
+    assert header.split()[:3] == ["THREAD", "NAMESPACE", "VERSIONS"]
+    assert set(rule) == {"-", " "} and len(rule) == len(header)
+    assert row.split()[:6] == [b.thread, b.ns, "2", "v2", "v1", "22"]
+    assert "model timed out" in row and row.endswith("1.125")
+
+    versions = run_cli("--url", db_url, "--thread", b.thread)
+    assert versions.returncode == 0, versions.stderr
+    assert [line.split()[:5] for line in versions.stdout.splitlines()[-2:]] == [
+        [b.ns, "1", chain[0].id[:8], "-", "initial"],
+        [b.ns, "2", chain[1].id[:8], "v1", "update"],
+    ]
+
+    as_json = run_cli("--url", db_url, "--thread", b.thread, "--json")
+    report = json.loads(as_json.stdout)
+    [entry] = report["threads"]
+    assert (entry["versions"], entry["consecutive_failures"], entry["calibration"]) == (2, 1, 1.125)
+    assert [v["version"] for v in report["versions"]] == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("not a url", "cannot be parsed"),
+        ("mysql://user:pw@host/db", "names 'mysql'"),
+        ("postgresql://user:s3cret@127.0.0.1:1/db", "server is running"),
+        ("sqlite:///{tmp}/missing.db", "no SQLite file"),
+    ],
+    ids=["garbage", "other-database", "no-server", "no-file"],
+)
+def test_inspect_fails_clearly_on_a_bad_url(tmp_path: Path, url: str, expected: str) -> None:
+    result = run_cli("--url", url.format(tmp=tmp_path))
+
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    assert expected in result.stderr and "s3cret" not in result.stderr
+    assert not (tmp_path / "missing.db").exists()
+
+
+def test_inspect_fails_clearly_without_the_tables(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    with raw_sqlite(path) as raw:
+        raw.execute("CREATE TABLE notes (body TEXT)")
+
+    result = run_cli("--url", f"sqlite:///{path}")
+
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    assert "missing table(s) compaction_summaries, compaction_threads" in result.stderr
+    with raw_sqlite(path) as raw:  # inspect only reads: no tables, no WAL switch
+        assert raw.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+        assert raw.execute("SELECT name FROM sqlite_master").fetchall() == [("notes",)]
