@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -24,6 +24,10 @@ from ._tokens import HistoryIndex, HistoryScan, TokenCounter, count_fixed_tokens
 from .store import SummaryRecord, SummaryStore, ThreadState
 
 __all__ = ["CallWork", "CompactionRuntime", "thread_id_of"]
+
+K = TypeVar("K")
+V = TypeVar("V")
+_CACHE_LIMIT = 4096
 
 
 def thread_id_of(config: RunnableConfig | None) -> str:
@@ -146,11 +150,15 @@ class CompactionRuntime:
         if cached is None:
             message = make_summary_message(record.summary, record.id)
             cached = (message, self.counter([message]))
-            with self.lock:
-                if len(self.summary_messages) > 4096:
-                    self.summary_messages.clear()
-                self.summary_messages[record.id] = cached
+            self.remember(self.summary_messages, record.id, cached)
         return cached
+
+    def remember(self, cache: dict[K, V], key: K, value: V) -> None:
+        """Store in a per-process cache, bounded so a long-lived worker does not grow."""
+        with self.lock:
+            if len(cache) >= _CACHE_LIMIT:
+                cache.pop(next(iter(cache)))
+            cache[key] = value
 
     def emit(self, event: dict[str, Any]) -> None:
         """Send a custom stream event; a no-op outside a LangGraph run."""
@@ -170,7 +178,7 @@ class CompactionRuntime:
         """Note what this thread sends, to calibrate against the usage the reply reports."""
         if messages:
             raw = tokens / ratio if ratio else tokens
-            self.last_sent[key] = (len(messages) - 1, messages[-1].id, int(raw))
+            self.remember(self.last_sent, key, (len(messages) - 1, messages[-1].id, int(raw)))
 
 
 @dataclass

@@ -38,7 +38,12 @@ from langgraph.prebuilt import ToolNode
 from traces import tool_pair_violations
 from typing_extensions import TypedDict
 
-from langgraph_compaction import CompactionReport, SummaryRecord, SummaryStore, create_compaction_graph
+from langgraph_compaction import (
+    CompactionReport,
+    SummaryRecord,
+    SummaryStore,
+    create_compaction_graph,
+)
 
 TURNS = 42
 TOOL_EVERY = 3
@@ -221,9 +226,7 @@ def _model_input_view(messages: Sequence[BaseMessage]) -> list[tuple[Any, ...]]:
     for m in messages:
         stable_id = None if isinstance(m, ToolMessage) or m.name == "summary" else m.id
         calls = [(c["name"], c["args"], c["id"]) for c in getattr(m, "tool_calls", None) or []]
-        view.append(
-            (m.type, stable_id, m.name, m.content, calls, getattr(m, "tool_call_id", None))
-        )
+        view.append((m.type, stable_id, m.name, m.content, calls, getattr(m, "tool_call_id", None)))
     return view
 
 
@@ -375,9 +378,13 @@ def test_custom_events_surround_each_summary_and_skip_reuse(sync_drive: Drive) -
     assert sum(len(e) for e in sync_drive.events) == 2 * len(sync_drive.records)
     # The events came from inside the subgraph (hence subgraphs=True is needed).
     assert all(ns and ns[0].startswith("compaction:") for ns in sync_drive.event_namespaces)
-    compacted = [e for events in sync_drive.events for e in events if e["type"] != "context_compacting"]
+    compacted = [
+        e for events in sync_drive.events for e in events if e["type"] != "context_compacting"
+    ]
     assert [e["version"] for e in compacted] == [r.version for r in sync_drive.records]
-    assert all(e["thread_id"] == sync_drive.thread_id for events in sync_drive.events for e in events)
+    assert all(
+        e["thread_id"] == sync_drive.thread_id for events in sync_drive.events for e in events
+    )
 
 
 def test_summarizer_runs_tagged_nostream_and_capped(sync_drive: Drive) -> None:
@@ -408,7 +415,9 @@ def _stream_messages(tmp_path: Path, *, subgraphs: bool) -> tuple[Drive, list[Ba
                 chunk, _metadata = item[1] if subgraphs else item
                 streamed.append(chunk)
     drive.store.close()
-    assert drive.summarizer.call_count >= 1, "the drive must summarize for the test to mean anything"
+    assert drive.summarizer.call_count >= 1, (
+        "the drive must summarize for the test to mean anything"
+    )
     assert any(r.action == "reused" for r in drive.reports)
     assert any(message_text(m).startswith("answer ") for m in streamed)
     return drive, streamed

@@ -24,28 +24,46 @@ THREAD = "thread-across-processes"
 Result = dict[str, Any]
 
 
-def run_worker(db: Path, *steps: str, thread: str = THREAD) -> list[Result]:
-    """Run the worker in a fresh interpreter (warnings are errors there too)."""
-    completed = subprocess.run(
-        [sys.executable, "-W", "error", str(WORKER), "--db", str(db), "--thread", thread, *steps],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-        cwd=WORKER.parent,
-    )
-    assert completed.returncode == 0, completed.stderr
-    results = [json.loads(line) for line in completed.stdout.splitlines() if line.strip()]
-    assert [r["step"] for r in results] == list(steps), completed.stdout
-    return results
+class Worker:
+    """One worker process, started at once so that independent processes overlap."""
+
+    def __init__(self, db: Path, *steps: str, thread: str = THREAD) -> None:
+        self.steps = steps
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-W",
+                "error",
+                str(WORKER),
+                "--db",
+                str(db),
+                "--thread",
+                thread,
+                *steps,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=WORKER.parent,
+        )
+
+    def results(self) -> list[Result]:
+        """Wait for the process; its JSON lines, one per step (warnings are errors there)."""
+        try:
+            stdout, stderr = self.process.communicate(timeout=180)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.communicate()
+        assert self.process.returncode == 0, stderr
+        results = [json.loads(line) for line in stdout.splitlines() if line.strip()]
+        assert [r["step"] for r in results] == list(self.steps), stdout
+        return results
 
 
-@pytest.fixture(scope="module")
-def process_a(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Result]:
-    """Process A: compact the base conversation once; the store file and A's report."""
-    db = tmp_path_factory.mktemp("process_a") / "summaries.db"
-    (result,) = run_worker(db, "base")
-    return db, result
+def run_worker(db: Path, *steps: str) -> list[Result]:
+    """Run one worker in a fresh interpreter and wait for it."""
+    return Worker(db, *steps).results()
 
 
 def copy_store(source: Path, folder: Path) -> Path:
@@ -56,6 +74,33 @@ def copy_store(source: Path, folder: Path) -> Path:
         if side.exists():
             shutil.copy(side, target.with_name(target.name + suffix))
     return target
+
+
+@pytest.fixture(scope="module")
+def process_a(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Result]:
+    """Process A: compact the base conversation once; the store file and A's report."""
+    db = tmp_path_factory.mktemp("process_a") / "summaries.db"
+    (result,) = run_worker(db, "base")
+    return db, result
+
+
+AfterA = dict[str, tuple[Path, list[Result]]]
+
+
+@pytest.fixture(scope="module")
+def after_a(process_a: tuple[Path, Result], tmp_path_factory: pytest.TempPathFactory) -> AfterA:
+    """The processes that follow A, each on its own copy of A's file, run side by side."""
+    db_a, _ = process_a
+    plans = {
+        "reuse": ("base", "extended"),
+        "edit_cold": ("edited",),
+        "edit_warm": ("base", "edited"),
+    }
+    workers = {}
+    for name, steps in plans.items():
+        db = copy_store(db_a, tmp_path_factory.mktemp(name))
+        workers[name] = (db, Worker(db, *steps))
+    return {name: (db, worker.results()) for name, (db, worker) in workers.items()}
 
 
 def test_process_a_summarizes_the_long_conversation(process_a: tuple[Path, Result]) -> None:
@@ -71,11 +116,10 @@ def test_process_a_summarizes_the_long_conversation(process_a: tuple[Path, Resul
 
 
 def test_process_b_reuses_a_summary_without_a_model_call(
-    process_a: tuple[Path, Result], tmp_path: Path
+    process_a: tuple[Path, Result], after_a: AfterA
 ) -> None:
-    db_a, a = process_a
-    db = copy_store(db_a, tmp_path)
-    same, extended = run_worker(db, "base", "extended")
+    _, a = process_a
+    _, (same, extended) = after_a["reuse"]
     assert same["pid"] != a["pid"]
 
     assert same["action"] == "reused"
@@ -123,11 +167,10 @@ def _assert_fresh_summary_of_edit(edited: Result, a: Result) -> None:
 
 
 def test_edited_history_in_a_fresh_process_gets_a_fresh_summary(
-    process_a: tuple[Path, Result], tmp_path: Path
+    process_a: tuple[Path, Result], after_a: AfterA
 ) -> None:
-    db_a, a = process_a
-    db = copy_store(db_a, tmp_path)
-    (edited,) = run_worker(db, "edited")
+    _, a = process_a
+    db, (edited,) = after_a["edit_cold"]
     _assert_fresh_summary_of_edit(edited, a)
 
     # A third process finds both lineages and serves each history its own summary.
@@ -143,12 +186,11 @@ def test_edited_history_in_a_fresh_process_gets_a_fresh_summary(
 
 
 def test_edited_history_after_a_reuse_in_the_same_process_gets_a_fresh_summary(
-    process_a: tuple[Path, Result], tmp_path: Path
+    process_a: tuple[Path, Result], after_a: AfterA
 ) -> None:
-    db_a, a = process_a
-    db = copy_store(db_a, tmp_path)
+    _, a = process_a
     # The first step warms the process's caches (token counts, prefix hashes) on the
     # original content of the message that the second step rewrites under the same id.
-    same, edited = run_worker(db, "base", "edited")
+    _, (same, edited) = after_a["edit_warm"]
     assert same["action"] == "reused" and same["summary_id"] == a["summary_id"]
     _assert_fresh_summary_of_edit(edited, a)

@@ -27,9 +27,8 @@ import pytest
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from langgraph_compaction._exceptions import SummaryStoreError
-from langgraph_compaction.store import SummaryRecord, SummaryStore, ThreadState
+from langgraph_compaction.store import SummaryRecord, SummaryStore, ThreadState, _tables
 from langgraph_compaction.store import _store as store_module
-from langgraph_compaction.store import _tables
 from langgraph_compaction.store._engine import derive_urls
 
 # -- fixtures -----------------------------------------------------------------------------------

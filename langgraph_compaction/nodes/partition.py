@@ -79,7 +79,7 @@ def rescued_positions(
         cached = tuple(
             i for i in range(record.covered_messages) if _message_key(messages, i) in wanted
         )
-        runtime.rescued_positions[record.id] = cached
+        runtime.remember(runtime.rescued_positions, record.id, cached)
     return cached
 
 
