@@ -326,16 +326,22 @@ def measure_configuration(
     if scenario == "reuse" and first.action != "summarized":
         raise SystemExit(f"{prefix}: priming call did {first.action!r}, expected 'summarized'")
     histories = fresh_histories(base, prefix, repeats)
+    # Park the copies outside the collector: a full collection per call would walk them all.
+    gc.collect()
+    gc.freeze()
     samples: list[float] = []
     floor_samples: list[float] = []
-    for history in histories:
-        floor_ns, _ = _timed(floor.invoke, history, config, clock)
-        graph_ns, output = _timed(graph.invoke, history, config, clock, profiler)
-        action = output["compaction"].action
-        if action != expected:
-            raise SystemExit(f"{prefix}: a timed call did {action!r}, expected {expected!r}")
-        floor_samples.append(floor_ns / 1e6)
-        samples.append(graph_ns / 1e6)
+    try:
+        for history in histories:
+            floor_ns, _ = _timed(floor.invoke, history, config, clock)
+            graph_ns, output = _timed(graph.invoke, history, config, clock, profiler)
+            action = output["compaction"].action
+            if action != expected:
+                raise SystemExit(f"{prefix}: a timed call did {action!r}, expected {expected!r}")
+            floor_samples.append(floor_ns / 1e6)
+            samples.append(graph_ns / 1e6)
+    finally:
+        gc.unfreeze()
     return Row(
         size=size,
         scenario=scenario,

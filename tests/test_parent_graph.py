@@ -10,6 +10,8 @@ summary store holds, and what the stream showed. The same drive runs once more t
 
 from __future__ import annotations
 
+import itertools
+import shutil
 import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -339,7 +341,7 @@ def test_store_keeps_every_summary_with_its_lineage(sync_drive: Drive) -> None:
     assert len(records) == len(summarized) >= 3
     assert [r.version for r in records] == list(range(1, len(records) + 1))
     assert records[0].parent_id is None and records[0].kind == "initial"
-    for parent, child in zip(records, records[1:], strict=False):
+    for parent, child in itertools.pairwise(records):
         assert child.parent_id == parent.id
         assert child.kind == "update"
         assert child.covered_messages > parent.covered_messages
@@ -430,19 +432,110 @@ def test_messages_stream_leaves_the_summarizer_call_out(tmp_path: Path) -> None:
     assert not any(message_text(m).startswith("SUMMARY#") for m in streamed)
 
 
-def test_messages_stream_does_not_show_the_injected_summary(tmp_path: Path) -> None:
-    # PACKAGE BUG (fails as of this writing): the summary HumanMessage that the subgraph
-    # writes to the ephemeral ``llm_input_messages`` channel is emitted by LangGraph's
-    # ``stream_mode="messages"`` on every compacted turn, even without ``subgraphs=True``.
-    # StreamMessagesHandler emits every message a graph node *returns* whose id it has not
-    # seen in the node's input; the subgraph (graph.py, build_graph) runs its nodes without
-    # the ``langsmith:hidden`` tag (langgraph.constants.TAG_HIDDEN), so the parent's
-    # "compaction" node output carries the new summary message into the chat stream. A UI
-    # that renders the messages stream shows "Here is a summary of the conversation to
-    # date" as a new user message on each turn, although the summary is never in the state.
-    _, streamed = _stream_messages(tmp_path, subgraphs=False)
-    summaries = [m for m in streamed if m.name == "summary"]
-    assert summaries == [], f"{len(summaries)} summary messages streamed to the parent"
+# -- time travel -----------------------------------------------------------------------------
+
+FORK_TURN = 14
+"""The user turn rewritten in the fork: after the first summary, inside the second one."""
+EDITED_TEXT = "question 14 (edited): forget the flights, book a hotel in Lisbon instead."
+
+
+def _calls_before(turn: int) -> int:
+    """Agent model calls made before ``turn`` (a tool turn makes two)."""
+    return turn + sum(1 for k in range(turn) if _is_tool_turn(k))
+
+
+def _copy_sqlite(source: Path, target: Path) -> Path:
+    for suffix in ("", "-wal", "-shm"):
+        side = source.with_name(source.name + suffix)
+        if side.exists():
+            shutil.copy(side, target.with_name(target.name + suffix))
+    return target
+
+
+def test_forked_history_never_gets_a_stale_summary(sync_drive: Drive, tmp_path: Path) -> None:
+    """Rewrite an early user turn from an old checkpoint (time travel) and go on from there.
+
+    The fork repeats the original branch's message ids, so a stored summary of the original
+    branch may even end on the same message id at the same position: only its prefix (which
+    holds the original text of the rewritten turn) tells it apart.
+    """
+    assert sync_drive.checkpoint_db is not None
+    checkpoints = _copy_sqlite(sync_drive.checkpoint_db, tmp_path / "checkpoints.db")
+    store_file = _copy_sqlite(
+        Path(sync_drive.store.url.removeprefix("sqlite:///")), tmp_path / "s.db"
+    )
+    fork = Drive(
+        model=FakeToolCallingModel(script=_agent_script()[_calls_before(FORK_TURN) :]),
+        summarizer=RecordingSummarizer(),
+        store=SummaryStore(f"sqlite:///{store_file}"),
+        thread_id=sync_drive.thread_id,
+    )
+    original_ids = {record.id for record in sync_drive.records}
+    edited_at = next(
+        k for k, m in enumerate(sync_drive.final_messages) if m.id == f"user-{FORK_TURN}"
+    )
+    # Original summaries whose prefix ends before the rewritten message stay valid.
+    still_valid = {r.id for r in sync_drive.records if r.covered_messages <= edited_at}
+    assert still_valid and still_valid != original_ids, "the fork point must split the summaries"
+
+    turn = [FORK_TURN]
+    try:
+        with SqliteSaver.from_conn_string(str(checkpoints)) as saver:
+            graph = _build_parent(fork, saver, turn)
+            config = _config(fork)
+            before_fork = next(
+                snapshot
+                for snapshot in graph.get_state_history(config)
+                if not snapshot.next and snapshot.values["messages"][-1].id == f"ai-{FORK_TURN - 1}"
+            )
+            edited = HumanMessage(content=EDITED_TEXT, id=f"user-{FORK_TURN}")
+            graph.invoke({"messages": [edited]}, before_fork.config)
+            for k in range(FORK_TURN + 1, TURNS):
+                turn[0] = k
+                graph.invoke({"messages": [_user_message(k)]}, config)
+            forked = graph.get_state(config).values["messages"]
+        records = {r.id: r for r in fork.store.list_summaries(fork.thread_id)}
+    finally:
+        fork.store.close()
+
+    # The fork's checkpoint: the original prefix, then the rewritten turn.
+    assert [m.id for m in forked[:edited_at]] == [
+        m.id for m in sync_drive.final_messages[:edited_at]
+    ]
+    assert forked[edited_at].id == f"user-{FORK_TURN}"
+    assert forked[edited_at].content == EDITED_TEXT
+
+    # The trap is real: a stale summary ends on a message id found at the same position here.
+    assert any(
+        r.covered_messages <= len(forked)
+        and forked[r.covered_messages - 1].id == r.boundary_message_id
+        for r in sync_drive.records
+        if r.id not in still_valid
+    )
+
+    original_text = message_text(_user_message(FORK_TURN))
+    new_ids = set(records) - original_ids
+    assert new_ids, "the fork must make summaries of its own"
+    for n, (report, messages) in enumerate(zip(fork.reports, fork.model.calls, strict=True)):
+        assert tool_pair_violations(messages, allow_trailing_calls=False) == [], n
+        assert all(original_text not in message_text(m) for m in messages), n
+        if report.summary_id is None:
+            continue
+        assert report.summary_id in still_valid | new_ids, f"call {n} got a stale summary"
+        # Every ancestor of the summary in use is valid for this history too.
+        record = records[report.summary_id]
+        while record.parent_id is not None:
+            record = records[record.parent_id]
+            assert record.id in still_valid | new_ids, f"call {n}: stale ancestor {record.id}"
+    assert {r.summary_id for r in fork.reports} & new_ids, "the fork's own summaries were used"
+    # The fork's summaries were made from the rewritten text, never the original one.
+    prompts = [call.prompt for call in fork.summarizer.calls]
+    assert any(EDITED_TEXT in prompt for prompt in prompts)
+    assert all(original_text not in prompt for prompt in prompts)
+    for record_id in new_ids:
+        record = records[record_id]
+        assert record.version > len(original_ids)
+        assert record.parent_id is None or record.parent_id in still_valid | new_ids
 
 
 # -- sync / async parity ---------------------------------------------------------------------
@@ -478,3 +571,18 @@ async def test_async_drive_gives_the_model_the_same_inputs(
     assert [c.prompt for c in drive.summarizer.calls] == [
         c.prompt for c in sync_drive.summarizer.calls
     ]
+
+
+def test_messages_stream_does_not_show_the_injected_summary(tmp_path: Path) -> None:
+    # PACKAGE BUG (fails as of this writing): the summary HumanMessage that the subgraph
+    # writes to the ephemeral ``llm_input_messages`` channel is emitted by LangGraph's
+    # ``stream_mode="messages"`` on every compacted turn, even without ``subgraphs=True``.
+    # StreamMessagesHandler emits every message a graph node *returns* whose id it has not
+    # seen in the node's input; the subgraph (graph.py, build_graph) runs its nodes without
+    # the ``langsmith:hidden`` tag (langgraph.constants.TAG_HIDDEN), so the parent's
+    # "compaction" node output carries the new summary message into the chat stream. A UI
+    # that renders the messages stream shows "Here is a summary of the conversation to
+    # date" as a new user message on each turn, although the summary is never in the state.
+    _, streamed = _stream_messages(tmp_path, subgraphs=False)
+    summaries = [m for m in streamed if m.name == "summary"]
+    assert summaries == [], f"{len(summaries)} summary messages streamed to the parent"

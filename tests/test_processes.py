@@ -100,6 +100,10 @@ def after_a(process_a: tuple[Path, Result], tmp_path_factory: pytest.TempPathFac
     for name, steps in plans.items():
         db = copy_store(db_a, tmp_path_factory.mktemp(name))
         workers[name] = (db, Worker(db, *steps))
+    # Two processes compacting the same conversation at once, on a new file of their own.
+    racing = tmp_path_factory.mktemp("racing") / "summaries.db"
+    for name in ("race_1", "race_2"):
+        workers[name] = (racing, Worker(racing, "base", "base"))
     return {name: (db, worker.results()) for name, (db, worker) in workers.items()}
 
 
@@ -194,3 +198,17 @@ def test_edited_history_after_a_reuse_in_the_same_process_gets_a_fresh_summary(
     _, (same, edited) = after_a["edit_warm"]
     assert same["action"] == "reused" and same["summary_id"] == a["summary_id"]
     _assert_fresh_summary_of_edit(edited, a)
+
+
+def test_two_processes_compacting_at_once_store_one_summary(after_a: AfterA) -> None:
+    """Both may summarize; the unique key keeps one row and both serve that row."""
+    _, (one, one_again) = after_a["race_1"]
+    _, (two, two_again) = after_a["race_2"]
+    assert one["pid"] != two["pid"]
+    assert {one["action"], two["action"]} <= {"summarized", "reused"}
+    assert "summarized" in {one["action"], two["action"]}
+    assert one["summary_id"] == two["summary_id"]
+    assert one["llm_input"] == two["llm_input"]
+    assert len(two_again["store"]) == len(one_again["store"]) == 1
+    assert one_again["action"] == two_again["action"] == "reused"
+    assert one_again["summary_id"] == two_again["summary_id"] == one["summary_id"]

@@ -143,8 +143,9 @@ def describe_error(exc: BaseException, where: str) -> str:
     """One line naming the store (password masked), what went wrong and what to do."""
     if isinstance(exc, ImportError):
         return (
-            f"summary store {where}: a database driver is missing ({exc}); install it, e.g. "
-            "pip install 'langgraph-compaction[postgres]' for PostgreSQL"
+            f"summary store {where}: a database driver is missing ({exc}); install it "
+            f"(pip install {exc.name or 'aiosqlite'}; for PostgreSQL, "
+            "pip install 'langgraph-compaction[postgres]')"
         )
     lines = str(exc.orig if isinstance(exc, DBAPIError) else exc).strip().splitlines()
     reason = lines[0] if lines else type(exc).__name__
@@ -152,6 +153,8 @@ def describe_error(exc: BaseException, where: str) -> str:
         advice = "concurrent writers kept colliding; retry the call"
     elif isinstance(exc, DataError):
         advice = "a value cannot be stored (PostgreSQL text cannot hold NUL characters)"
+    elif "locked" in reason:
+        advice = f"another connection held the write lock for over {BUSY_TIMEOUT_S} s; retry"
     elif where.startswith("sqlite"):
         advice = "check the path in the URL, and that the file's folder exists and is writable"
     else:

@@ -67,7 +67,9 @@ class SummaryStore:
     own database, not shared.
     """
 
-    def __init__(self, url: str = "sqlite:///compaction.db", *, retention: int | None = None):
+    def __init__(
+        self, url: str = "sqlite:///compaction.db", *, retention: int | None = None
+    ) -> None:
         """Prepare the store at ``url``; nothing connects until the first call.
 
         Args:
@@ -113,12 +115,17 @@ class SummaryStore:
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
+        """Turn database and driver errors into SummaryStoreError naming this store."""
         try:
             yield
+        except SummaryStoreError as exc:  # raised by an operation, which does not know the URL
+            raise SummaryStoreError(f"summary store {self._where}: {exc}") from exc
         except (SQLAlchemyError, ImportError) as exc:
             raise SummaryStoreError(describe_error(exc, self._where)) from exc
 
     def _sync_engine(self) -> Engine:
+        if self._engine is not None:  # the common case, without taking the lock
+            return self._engine
         with self._lock:
             if self._engine is None:
                 engine = build_sync_engine(self._sync_url)
@@ -147,7 +154,7 @@ class SummaryStore:
         if stale is not None:
             await _dispose_from_other_loop(stale)
         if not self._aschema_ready:
-            async with engine.connect() as conn:
+            async with self._aserial or nullcontext(), engine.connect() as conn:
                 await conn.execution_options(**{WRITE_OPTION: True})
                 async with conn.begin():
                     await conn.run_sync(_tables.create_schema)
