@@ -25,7 +25,7 @@ __all__ = [
     "Partition",
     "Reuse",
     "compressed_triggers",
-    "find_matching_summary",
+    "find_matching_summaries",
     "find_skill_results",
     "partition_step",
     "plan_partition",
@@ -54,10 +54,11 @@ class Partition:
     boundary_message_id: str
 
 
-def find_matching_summary(
+def find_matching_summaries(
     summaries: Sequence[SummaryRecord], messages: Sequence[BaseMessage], scan: HistoryScan
-) -> SummaryRecord | None:
-    """The newest summary whose prefix is still exactly the head of this history."""
+) -> list[SummaryRecord]:
+    """The summaries (in the given order) whose prefix is still exactly the head of this history."""
+    matching = []
     for record in summaries:
         covered = record.covered_messages
         if covered > len(messages) or covered <= 0:
@@ -65,8 +66,8 @@ def find_matching_summary(
         if (messages[covered - 1].id or "") != record.boundary_message_id:
             continue
         if scan.prefix_hash(covered) == record.prefix_hash:
-            return record
-    return None
+            matching.append(record)
+    return matching
 
 
 def rescued_positions(
@@ -277,8 +278,14 @@ def partition_step(runtime: CompactionRuntime, work: CallWork) -> Step[None]:
     summaries = yield StoreCall(
         "latest_summaries", {"thread_id": thread_id, "namespace": ns, "limit": 8}
     )
-    work.matching = find_matching_summary(summaries, work.messages, work.scan)
-    if work.matching is not None and not compressed_triggers(runtime, work, work.matching):
-        work.plan = Reuse(work.matching)
+    matching = find_matching_summaries(summaries, work.messages, work.scan)
+    work.matching = matching[0] if matching else None
+    # The oldest summary that still fits stays in use: the input keeps its bytes until the
+    # trigger fires, and a summary prepared ahead of time takes over exactly then.
+    in_use = next(
+        (r for r in reversed(matching) if not compressed_triggers(runtime, work, r)), None
+    )
+    if in_use is not None:
+        work.plan = Reuse(in_use)
     else:
         work.plan = plan_partition(runtime, work, work.matching)
