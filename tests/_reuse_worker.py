@@ -17,17 +17,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
-from typing import Any
+from typing import Any, cast
 
 from fakes import RecordingSummarizer, message_text
 from langchain_core.messages import (
     AIMessage,
+    AnyMessage,
     BaseMessage,
     HumanMessage,
     SystemMessage,
     messages_to_dict,
 )
+from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
 
@@ -79,11 +80,11 @@ def main() -> None:
     store = SummaryStore(f"sqlite:///{args.db}")
     summarizer = RecordingSummarizer()
     graph = create_compaction_graph(CONFIG, model=summarizer, store=store)
-    config = {"configurable": {"thread_id": args.thread}}
+    config: RunnableConfig = {"configurable": {"thread_id": args.thread}}
     for step in args.steps:
         messages = step_messages(step)
         before = summarizer.call_count
-        result = graph.invoke({"messages": messages}, config)
+        result = graph.invoke({"messages": cast(list[AnyMessage], messages)}, config)
         report = result["compaction"]
         output: list[BaseMessage] = result["llm_input_messages"]
         summaries = [m for m in output if m.name == "summary"]
@@ -117,4 +118,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

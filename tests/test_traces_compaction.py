@@ -24,12 +24,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from fakes import RecordingSummarizer
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.runnables import RunnableConfig
 from traces import (
     concatenate_sessions,
     load_swe_gym,
@@ -173,7 +174,7 @@ def _replay(
     summarizer = RecordingSummarizer()
     store = SummaryStore(f"sqlite:///{store_path}")
     graph = create_compaction_graph(_config_for(run, keep_name), model=summarizer, store=store)
-    config = {"configurable": {"thread_id": name}}
+    config: RunnableConfig = {"configurable": {"thread_id": name}}
     stats = ReplayStats(name)
     whole_before = _digest(run)
     try:
@@ -182,7 +183,7 @@ def _replay(
             identities = [id(m) for m in messages]
             before = _digest(messages) if digest_every_call else None
             calls_before = summarizer.call_count
-            result = graph.invoke({"messages": messages}, config)
+            result = graph.invoke({"messages": cast(list[AnyMessage], messages)}, config)
             report: CompactionReport = result["compaction"]
             calls = summarizer.call_count - calls_before
 
@@ -295,7 +296,8 @@ def test_output_checks_reject_broken_inputs(tmp_path: Path) -> None:
         graph = create_compaction_graph(
             _config_for(session, "keep-messages"), model=RecordingSummarizer(), store=store
         )
-        result = graph.invoke({"messages": messages}, {"configurable": {"thread_id": "check"}})
+        config: RunnableConfig = {"configurable": {"thread_id": "check"}}
+        result = graph.invoke({"messages": cast(list[AnyMessage], messages)}, config)
     finally:
         store.close()
     output: list[BaseMessage] = result["llm_input_messages"]
