@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -22,6 +22,9 @@ from ._exceptions import CompactionConfigError
 from ._messages import make_summary_message
 from ._tokens import HistoryIndex, HistoryScan, TokenCounter, count_fixed_tokens
 from .store import SummaryRecord, SummaryStore, ThreadState
+
+if TYPE_CHECKING:
+    from ._background import BackgroundSummaries
 
 __all__ = ["CallWork", "CompactionRuntime", "thread_id_of"]
 
@@ -78,6 +81,8 @@ class CompactionRuntime:
     window: int | None
     budget: int | None
     thresholds: tuple[Any, ...] = ()
+    precompact_thresholds: tuple[Any, ...] = ()
+    """The triggers scaled by ``precompact_ratio`` (empty: pre-compaction is off)."""
     needs_refine_count: bool = False
     calibration: dict[tuple[str, str], float] = field(default_factory=dict)
     """Per-thread calibration ratios (reported / estimated input tokens)."""
@@ -87,6 +92,7 @@ class CompactionRuntime:
     rescued_positions: dict[str, tuple[int, ...]] = field(default_factory=dict)
     summary_messages: dict[str, tuple[HumanMessage, int]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    background: BackgroundSummaries = field(default_factory=lambda: _new_background())
 
     @classmethod
     def build(
@@ -102,7 +108,7 @@ class CompactionRuntime:
         namespace: str = "default",
     ) -> CompactionRuntime:
         """Resolve a configuration into a runtime; raises on anything that cannot work."""
-        from .nodes.measure import resolve_thresholds
+        from .nodes.measure import resolve_thresholds, scale_thresholds
 
         resolved = CompactionConfig.coerce(config)
         if not namespace:
@@ -133,6 +139,7 @@ class CompactionRuntime:
             window=window,
             budget=budget,
             thresholds=thresholds,
+            precompact_thresholds=scale_thresholds(thresholds, resolved.precompact_ratio),
             needs_refine_count=any(t.kind == "refine" for t in thresholds),
         )
 
@@ -181,6 +188,12 @@ class CompactionRuntime:
             self.remember(self.last_sent, key, (len(messages) - 1, messages[-1].id, int(raw)))
 
 
+def _new_background() -> BackgroundSummaries:
+    from ._background import BackgroundSummaries
+
+    return BackgroundSummaries()
+
+
 @dataclass
 class CallWork:
     """What the nodes after measure hand each other during one call."""
@@ -203,3 +216,5 @@ class CallWork:
     """The newest stored summary whose prefix still matches this history."""
     plan: Any = None
     outcome: Any = None
+    precompact_from: SummaryRecord | None = None
+    """Set when the context nears a trigger: start the next summary in the background."""

@@ -3,8 +3,10 @@
 The history arrives as fresh objects on every turn (it is loaded from a checkpointer), so
 the cache cannot key on object identity. Instead each thread keeps the id and content lists
 of the last history it saw; comparing lists runs in C, and only messages past the first
-difference are counted and hashed again. A steady-state call therefore costs
-O(new messages) in Python plus two C-level list comparisons.
+difference are counted and hashed again. A steady-state call therefore counts and hashes only
+new messages; what it still does per message is read two attributes and compare them in C.
+An edit is recognised by its id or content (DESIGN's prefix identity); the stored prefix hash
+also covers tool calls, digested once per message.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ TokenCounter = Callable[[Sequence[BaseMessage]], int]
 """Any callable that counts the tokens of a list of messages (LangChain's convention)."""
 
 CALIBRATION_BOUNDS = (0.5, 2.0)
+_HASHING = threading.Lock()
 _MAX_THREADS = 1024
 
 
@@ -83,7 +86,6 @@ class HistoryScan:
 
     ids: list[str | None]
     contents: list[Any]
-    tool_calls: list[Any]
     tokens: list[int]
     cumulative: list[int] = field(default_factory=lambda: [0])
     """``cumulative[i]`` is the token count of ``messages[:i]``."""
@@ -97,15 +99,13 @@ class HistoryScan:
     def prefix_hash(self, end: int) -> str:
         """Hash of ``messages[:end]``: ids and contents, so an edit changes it."""
         hashes = self.hashes
-        for index in range(len(hashes) - 1, end):
-            chained = hashlib.blake2b(hashes[index], digest_size=16)
-            chained.update(_digest(self.messages[index]))
-            hashes.append(chained.digest())
+        if len(hashes) <= end:
+            with _HASHING:  # a background summary may extend the same chain
+                for index in range(len(hashes) - 1, end):
+                    chained = hashlib.blake2b(hashes[index], digest_size=16)
+                    chained.update(_digest(self.messages[index]))
+                    hashes.append(chained.digest())
         return hashes[end].hex()
-
-
-def _tool_calls_of(messages: Sequence[BaseMessage]) -> list[Any]:
-    return [m.tool_calls if m.type == "ai" else None for m in messages]  # type: ignore[attr-defined]
 
 
 class HistoryIndex:
@@ -124,10 +124,9 @@ class HistoryIndex:
         """Scan a history, reusing what is unchanged since this thread's last scan."""
         ids = [m.id for m in messages]
         contents = [m.content for m in messages]
-        tool_calls = _tool_calls_of(messages)
         with self._lock:
             previous = self._scans.get(key)
-        same = _common_prefix(previous, ids, contents, tool_calls) if previous else 0
+        same = _common_prefix(previous, ids, contents) if previous else 0
         if previous is not None and same == len(previous.ids):
             tokens = previous.tokens
             cumulative = previous.cumulative
@@ -143,7 +142,7 @@ class HistoryIndex:
             tokens.append(count)
             running += count
             cumulative.append(running)
-        scan = HistoryScan(ids, contents, tool_calls, tokens, cumulative, hashes, messages)
+        scan = HistoryScan(ids, contents, tokens, cumulative, hashes, messages)
         with self._lock:
             self._scans[key] = scan
             self._scans.move_to_end(key)
@@ -152,22 +151,12 @@ class HistoryIndex:
         return scan
 
 
-def _common_prefix(
-    previous: HistoryScan, ids: list[str | None], contents: list[Any], tool_calls: list[Any]
-) -> int:
+def _common_prefix(previous: HistoryScan, ids: list[str | None], contents: list[Any]) -> int:
     """Length of the prefix the previous scan shares with this history."""
     size = min(len(previous.ids), len(ids))
-    if (
-        previous.ids[:size] == ids[:size]
-        and previous.contents[:size] == contents[:size]
-        and previous.tool_calls[:size] == tool_calls[:size]
-    ):
+    if previous.ids[:size] == ids[:size] and previous.contents[:size] == contents[:size]:
         return size
     for index in range(size):
-        if (
-            previous.ids[index] != ids[index]
-            or previous.contents[index] != contents[index]
-            or previous.tool_calls[index] != tool_calls[index]
-        ):
+        if previous.ids[index] != ids[index] or previous.contents[index] != contents[index]:
             return index
     return size

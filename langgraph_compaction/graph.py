@@ -18,6 +18,7 @@ from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
+from ._background import start_precompaction
 from ._config import CompactionConfig
 from ._effects import adrive, drive
 from ._runtime import CallWork, CompactionRuntime
@@ -25,7 +26,7 @@ from ._state import CompactionInput, CompactionOutput, CompactionState, WorkingS
 from ._tokens import TokenCounter
 from .nodes.assemble import assemble
 from .nodes.measure import measure
-from .nodes.partition import partition_step
+from .nodes.partition import Partition, partition_step
 from .nodes.prune import prune
 from .nodes.summarize import summarize_step
 from .store import SummaryStore
@@ -90,14 +91,19 @@ def build_graph(
 ) -> CompiledStateGraph[CompactionState, None, CompactionInput, CompactionOutput]:
     """Wire the five nodes over a resolved runtime."""
 
-    def measure_node(state: WorkingState, config: RunnableConfig) -> Update:
+    def measured(state: WorkingState, config: RunnableConfig, use_loop: bool) -> Update:
         work, report = measure(runtime, state["messages"], config)
-        if work is None:
-            return {"llm_input_messages": state["messages"], "compaction": report}
-        return {"work": work}
+        if report is None:
+            return {"work": work}
+        if work is not None:  # passes through, but nears a trigger
+            start_precompaction(runtime, work, None, use_loop=use_loop)
+        return {"llm_input_messages": state["messages"], "compaction": report}
+
+    def measure_node(state: WorkingState, config: RunnableConfig) -> Update:
+        return measured(state, config, use_loop=False)
 
     async def ameasure_node(state: WorkingState, config: RunnableConfig) -> Update:
-        return measure_node(state, config)
+        return measured(state, config, use_loop=True)
 
     def prune_node(state: WorkingState) -> Update:
         work: CallWork = state["work"]
@@ -109,12 +115,24 @@ def build_graph(
         return prune_node(state)
 
     def partition_node(state: WorkingState) -> Update:
-        drive(partition_step(runtime, state["work"]), runtime.store)
-        return {"work": state["work"]}
+        work: CallWork = state["work"]
+        drive(partition_step(runtime, work), runtime.store)
+        if isinstance(work.plan, Partition) and runtime.background.running(work.key):
+            runtime.background.wait(work.key)  # never a second summary of what is being made
+            drive(partition_step(runtime, work), runtime.store)
+        if work.precompact_from is not None:
+            start_precompaction(runtime, work, work.precompact_from, use_loop=False)
+        return {"work": work}
 
     async def apartition_node(state: WorkingState) -> Update:
-        await adrive(partition_step(runtime, state["work"]), runtime.store)
-        return {"work": state["work"]}
+        work: CallWork = state["work"]
+        await adrive(partition_step(runtime, work), runtime.store)
+        if isinstance(work.plan, Partition) and runtime.background.running(work.key):
+            await runtime.background.await_(work.key)
+            await adrive(partition_step(runtime, work), runtime.store)
+        if work.precompact_from is not None:
+            start_precompaction(runtime, work, work.precompact_from, use_loop=True)
+        return {"work": work}
 
     def summarize_node(state: WorkingState) -> Update:
         work: CallWork = state["work"]

@@ -26,6 +26,7 @@ __all__ = [
     "fired_triggers",
     "measure_context",
     "resolve_thresholds",
+    "scale_thresholds",
 ]
 
 
@@ -77,6 +78,13 @@ def _window_missing(what: str) -> CompactionConfigError:
     )
 
 
+def scale_thresholds(thresholds: Sequence[Threshold], ratio: float | None) -> tuple[Threshold, ...]:
+    """The thresholds at ``ratio`` of their limits (pre-compaction starts there)."""
+    if ratio is None:
+        return ()
+    return tuple(Threshold(t.kind, t.limit * ratio, f"{ratio:g}x{t.label}") for t in thresholds)
+
+
 def fired_triggers(
     thresholds: Sequence[Threshold], tokens: int, messages: int, refine: int
 ) -> tuple[str, ...]:
@@ -121,14 +129,20 @@ def measure_context(
     scan: HistoryScan,
     messages: Sequence[BaseMessage],
     ratio: float | None,
-) -> tuple[int, tuple[str, ...]]:
-    """Total tokens of the whole context and the triggers it fires."""
-    total = calibrated(runtime.fixed_tokens + scan.cumulative[-1], ratio)
+) -> tuple[int, tuple[str, ...], bool]:
+    """Total tokens of the whole context, the triggers it fires, and whether it nears one."""
+    total = calibrated(runtime.fixed_tokens + scan.cumulative[len(messages)], ratio)
     refine = 0
     if runtime.needs_refine_count:
         lead = count_leading_system(messages)
         refine = find_keep_start(messages, scan, lead, runtime.config.keep, runtime.window) - lead
-    return total, fired_triggers(runtime.thresholds, total, len(messages), refine)
+    fired = fired_triggers(runtime.thresholds, total, len(messages), refine)
+    near = bool(
+        not fired
+        and runtime.precompact_thresholds
+        and fired_triggers(runtime.precompact_thresholds, total, len(messages), refine)
+    )
+    return total, fired, near
 
 
 def _observe_usage(
@@ -152,18 +166,27 @@ def _observe_usage(
 def measure(
     runtime: CompactionRuntime, messages: Sequence[BaseMessage], config: RunnableConfig
 ) -> tuple[CallWork | None, CompactionReport | None]:
-    """Measure one call: a passthrough report, or the work for the nodes that follow."""
+    """Measure one call: a passthrough report, the work for the nodes that follow, or both.
+
+    Both come back when the context passes through but nears a trigger: the work then
+    seeds a background summary.
+    """
     thread_id = thread_id_of(config)
     key = (runtime.namespace, thread_id)
     if not runtime.config.enabled:
         return None, _passthrough_report(runtime, 0)
     _observe_usage(runtime, key, messages)
+    for event in runtime.background.take_events(key):
+        runtime.emit(event)
     scan = runtime.history.scan(key, messages)
     ratio = runtime.calibration.get(key)
-    total, fired = measure_context(runtime, scan, messages, ratio)
+    total, fired, near = measure_context(runtime, scan, messages, ratio)
+    report = None
     if not fired:
         runtime.remember_sent(key, messages, total, ratio)
-        return None, _passthrough_report(runtime, total)
+        report = _passthrough_report(runtime, total)
+        if not near:
+            return None, report
     work = CallWork(
         thread_id=thread_id,
         key=key,
@@ -174,7 +197,7 @@ def measure(
         tokens_before=total,
         fired=fired,
     )
-    return work, None
+    return work, report
 
 
 def _passthrough_report(runtime: CompactionRuntime, total: int) -> CompactionReport:

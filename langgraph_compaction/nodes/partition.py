@@ -103,7 +103,7 @@ def _count_check(
         + scan.cumulative[lead]
         + summary_tokens
         + sum(scan.tokens[i] for i in rescued)
-        + scan.tokens_between(kept_from, len(scan.tokens))
+        + scan.tokens_between(kept_from, len(work.messages))
     )
     count = lead + 1 + len(rescued) + len(work.messages) - kept_from
     refine = 0
@@ -114,7 +114,10 @@ def _count_check(
 
 
 def compressed_triggers(
-    runtime: CompactionRuntime, work: CallWork, record: SummaryRecord
+    runtime: CompactionRuntime,
+    work: CallWork,
+    record: SummaryRecord,
+    thresholds: Sequence[Threshold] | None = None,
 ) -> tuple[str, ...]:
     """Triggers the context fires with this summary in place of its prefix."""
     _, summary_tokens = runtime.summary_message(record)
@@ -122,7 +125,9 @@ def compressed_triggers(
     tokens, count, refine = _count_check(
         runtime, work, record.covered_messages, rescued, summary_tokens
     )
-    return fired_triggers(runtime.thresholds, tokens, count, refine)
+    if thresholds is None:
+        thresholds = runtime.thresholds
+    return fired_triggers(thresholds, tokens, count, refine)
 
 
 def _within_headroom(
@@ -287,5 +292,10 @@ def partition_step(runtime: CompactionRuntime, work: CallWork) -> Step[None]:
     )
     if in_use is not None:
         work.plan = Reuse(in_use)
+        near = runtime.precompact_thresholds and compressed_triggers(
+            runtime, work, in_use, runtime.precompact_thresholds
+        )
+        if near and in_use is work.matching:  # nothing newer prepared yet
+            work.precompact_from = in_use
     else:
         work.plan = plan_partition(runtime, work, work.matching)
