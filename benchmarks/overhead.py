@@ -1,6 +1,8 @@
 """Overhead of one compaction call, next to the floor of a bare five-node LangGraph graph.
 
-Run it with ``python benchmarks/overhead.py`` (about a minute) or ``--quick`` (a smoke run).
+Run it with ``python benchmarks/overhead.py`` (about a minute), ``--quick`` (a smoke run of a
+few calls at 100 and 1,000 messages), ``--clock cpu`` (process time, steadier on a busy
+machine) or ``--profile 10000`` (cProfile of the reuse path instead of the table).
 
 What is timed: one ``graph.invoke({"messages": history}, {"configurable": {"thread_id": T}})``
 of the compiled compaction subgraph, on histories of 100, 1,000 and 10,000 messages, in two
@@ -11,30 +13,31 @@ scenarios:
 - ``reuse``: the graph first runs once with a trigger the history crosses, so a deterministic,
   instant fake summarizer (``InstantSummarizer`` below) writes a summary to the SQLite store.
   The timed calls then go through all five nodes and serve that stored summary (the whole
-  history still fires the trigger, the compressed context does not): one store read per call,
-  no model call.
+  history still fires the trigger, the compressed context does not): store reads, no model
+  call. Every timed call is checked to report the expected action.
 
 Method:
 
 - Fresh histories. A real agent loads its history from a checkpointer on every turn, so the
   message objects are new each time and nothing may be cached on object identity. Before any
   timing, each history is round-tripped through langgraph's ``JsonPlusSerializer``
-  (``dumps_typed`` then ``loads_typed``), once per timed call; no object is timed twice.
+  (``dumps_typed`` then ``loads_typed``), one copy per timed call: no object is timed twice.
 - Growing thread. Timed call ``k`` sees the base history plus ``k + 1`` new messages (a user
   question or an assistant answer, alternating), as consecutive turns of one thread do. One
-  untimed warm-up call on the base history comes first, so the timed calls measure the
-  steady state of a thread this process has served before (its per-thread token cache is
-  warm; DESIGN 5 promises O(new messages) there).
+  untimed call on the base history comes first (for ``reuse`` it is the call that
+  summarizes), so the timed calls measure the steady state of a thread this process has
+  served before (DESIGN 5: its per-thread token cache is warm).
 - Floor. A bare ``StateGraph`` with the same state schema and five nodes that each return
   ``{}``, compiled with ``checkpointer=False``, invoked on the same history object right before
-  the compaction call. It is what LangGraph itself costs for five steps over this input;
-  ``overhead = median - floor median`` is what the package adds.
-- Timer: ``time.perf_counter_ns`` around ``invoke`` only. The garbage collector is paused
-  during each timed call and run between calls (as ``timeit`` does), so one call does not pay
-  for collecting the garbage of the deserialized copies.
-- Messages: a system prompt, then a realistic mix of user questions, assistant answers and
-  assistant tool calls whose ``ToolMessage`` results run a few hundred characters, with ids,
-  as ``add_messages`` gives them.
+  the compaction call: what LangGraph alone costs for five steps over this input.
+  ``overhead = median - floor median``. A passthrough call runs one node, not five, so its
+  overhead can come out negative at small sizes.
+- Timer: ``time.perf_counter_ns`` (or ``time.process_time_ns``) around ``invoke`` only. The
+  pre-built copies are moved out of the collector's reach (``gc.freeze``); the collector runs
+  between calls and is paused during each timed call, as ``timeit`` does.
+- Messages: a system prompt, then turns of a user question, an assistant tool call, its
+  ``ToolMessage`` result (a few hundred characters) and an assistant answer, with ids as
+  ``add_messages`` gives them.
 - The store is a ``SummaryStore`` on a SQLite file in a temporary directory.
 
 Aims (for information, not enforced): overhead under 0.3 ms at 1,000 messages and under
