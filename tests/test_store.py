@@ -1,8 +1,8 @@
 """SummaryStore on every backend: one test body for SQLite and PostgreSQL, sync and async.
 
-The PostgreSQL cases use the server at 127.0.0.1:5432 (database ``test``, user ``postgres``
-or ``root``, trust auth) inside a schema made for this session and dropped afterwards; they
-are skipped, saying why, when no server answers.
+The PostgreSQL cases use the server at 127.0.0.1:5432 (see ``_store_support``) inside a
+schema made for this session and dropped afterwards; they are skipped, saying why, when no
+server answers (and fail under CI).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
+from _store_support import pg_schema
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.exc import IntegrityError
 
@@ -36,42 +37,12 @@ from langgraph_compaction.store._inspect import main as inspect_main
 
 # -- fixtures -----------------------------------------------------------------------------------
 
-PG_HOST, PG_PORT, PG_DATABASE, PG_USERS = "127.0.0.1", 5432, "test", ("postgres", "root")
-
 
 @pytest.fixture(scope="session")
 def pg_url() -> Iterator[str]:
     """A store URL whose search_path is a fresh schema, dropped after the session."""
-    psycopg = pytest.importorskip("psycopg", reason="psycopg is needed for the PostgreSQL cases")
-    failures = []
-    for user in PG_USERS:
-        try:
-            admin = psycopg.connect(
-                host=PG_HOST,
-                port=PG_PORT,
-                dbname=PG_DATABASE,
-                user=user,
-                autocommit=True,
-                connect_timeout=3,
-            )
-            break
-        except psycopg.Error as exc:
-            failures.append(f"{user}: {str(exc).strip().splitlines()[0]}")
-    else:
-        pytest.skip(
-            f"no PostgreSQL server answers at {PG_HOST}:{PG_PORT} (database {PG_DATABASE!r}, "
-            f"users {PG_USERS}, trust auth): {'; '.join(failures)}"
-        )
-    schema = f"lgc_test_{uuid4().hex[:12]}"
-    with admin:
-        admin.execute(f'CREATE SCHEMA "{schema}"')
-        try:
-            yield (
-                f"postgresql://{user}@{PG_HOST}:{PG_PORT}/{PG_DATABASE}"
-                f"?options=-csearch_path%3D{schema}"
-            )
-        finally:
-            admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    with pg_schema() as url:
+        yield url
 
 
 class Backend:
@@ -144,16 +115,8 @@ def fresh_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'fresh.db'}"
         return
-    import psycopg
-
-    base = request.getfixturevalue("pg_url").split("?")[0]
-    schema = f"lgc_fresh_{uuid4().hex[:12]}"
-    with psycopg.connect(base, autocommit=True) as c:
-        c.execute(f'CREATE SCHEMA "{schema}"')
-        try:
-            yield f"{base}?options=-csearch_path%3D{schema}"
-        finally:
-            c.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    with pg_schema("lgc_fresh") as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -412,22 +375,25 @@ async def test_sqlite_columns_are_plain_readable_values(sqlite_backend: Backend)
         created, ids, kind = raw.execute(
             "SELECT created_at, rescued_message_ids, kind FROM compaction_summaries"
         ).fetchone()
-        assert raw.execute("SELECT value FROM compaction_meta").fetchall() == [("1",)]
+        assert raw.execute("SELECT value FROM compaction_meta").fetchall() == [("2",)]
         with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
             raw.execute("UPDATE compaction_summaries SET kind = 'final'")
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00", created)
     assert (json.loads(ids), kind) == (["a", "b"], "initial")
 
 
-def test_a_store_of_another_schema_version_is_refused(tmp_path: Path) -> None:
+def test_a_store_of_a_newer_schema_version_is_refused(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'store.db'}"
     first = SummaryStore(url)
     first.list_summaries("t")
     first.close()
     with raw_sqlite(tmp_path / "store.db") as raw:
-        raw.execute("UPDATE compaction_meta SET value = '2' WHERE key = 'schema_version'")
+        raw.execute("UPDATE compaction_meta SET value = '3' WHERE key = 'schema_version'")
+        raw.execute("UPDATE compaction_alembic_version SET version_num = '0001'")
 
-    with pytest.raises(SummaryStoreError, match=r"store\.db: the store has schema_version 2"):
+    with pytest.raises(
+        SummaryStoreError, match=r"store\.db: the store has schema_version 3, .* reads up to 2"
+    ):
         SummaryStore(url).list_summaries("t")
 
 
@@ -460,7 +426,7 @@ def test_tables_are_created_once_when_stores_race(fresh_url: str) -> None:
     with ThreadPoolExecutor(max_workers=len(stores)) as pool:
         assert list(pool.map(first_use, stores)) == [[]] * len(stores)
     report = load_report(fresh_url)
-    assert (report["schema_version"], report["threads"]) == ("1", [])
+    assert (report["schema_version"], report["threads"]) == ("2", [])
     for store in stores:
         store.close()
 
@@ -503,11 +469,11 @@ def test_lookups_use_an_index_and_take_under_a_millisecond(tmp_path: Path) -> No
     stamp = datetime.now(UTC).isoformat(timespec="microseconds")
     rows = [
         (uuid4().hex, f"t{t}", b.ns, v, None, "m", 1, f"p{v}", "text " * 200, 1, 1, "update",
-         None, stamp, "[]")
+         None, stamp, "[]", None)
         for t in range(200) for v in range(1, 21)
     ]  # fmt: skip
     with raw_sqlite(tmp_path / "store.db") as raw:
-        raw.executemany(f"INSERT INTO compaction_summaries VALUES ({','.join('?' * 15)})", rows)
+        raw.executemany(f"INSERT INTO compaction_summaries VALUES ({','.join('?' * 16)})", rows)
         for stmt in (_tables._NEWEST_FIRST, _tables._BY_PREFIX):
             sql = str(stmt.compile(dialect=sqlite_dialect.dialect()))
             plan = raw.execute(f"EXPLAIN QUERY PLAN {sql}", (1,) * sql.count("?")).fetchall()

@@ -1,9 +1,11 @@
-"""``python -m langgraph_compaction.store inspect``: what a summary store holds, at a glance.
+"""``python -m langgraph_compaction.store``: what a summary store holds, at a glance.
 
-Without ``--thread``: one line per thread (its newest summary, failures and calibration).
-With ``--thread``: every stored version of that thread, with its lineage. ``--json`` prints
-the same data for scripts. The CLI only reads: it never creates tables or switches a SQLite
-file to WAL, and it exits with status 1 and a one-line message when it cannot read a store.
+``inspect`` without ``--thread``: one line per thread (its newest summary, failures and
+calibration); with ``--thread``: every stored version of that thread, with its lineage.
+``--json`` prints the same data for scripts. ``inspect`` and ``check`` (the consistency check,
+exit status 1 when it finds a problem) only read: they never create tables or switch a SQLite
+file to WAL. ``migrate`` creates or upgrades the tables, as opening a store would. Every
+command exits with status 1 and a one-line message when it cannot reach a store.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Select, func, inspect, select
+from sqlalchemy import Column, Connection, Engine, Select, func, inspect, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from langgraph_compaction._exceptions import SummaryStoreError
+from langgraph_compaction.store._check import find_problems
 from langgraph_compaction.store._engine import (
     build_sync_engine,
     derive_urls,
@@ -27,9 +30,11 @@ from langgraph_compaction.store._engine import (
     is_memory,
     mask_url,
 )
-from langgraph_compaction.store._tables import meta, summaries, threads
+from langgraph_compaction.store._migrate import SCHEMA_VERSION, stored_schema_version
+from langgraph_compaction.store._store import SummaryStore
+from langgraph_compaction.store._tables import summaries, threads
 
-__all__ = ["load_report", "main", "render_table", "render_text"]
+__all__ = ["check_store", "load_report", "main", "migrate_store", "render_table", "render_text"]
 
 _PARENT = summaries.alias("parent")
 
@@ -43,28 +48,20 @@ def load_report(
         SummaryStoreError: the URL is bad, the database unreachable, or the tables missing.
     """
     where = mask_url(url)
-    sync_url, _ = derive_urls(url)
-    if not is_memory(sync_url) and sync_url.get_backend_name() == "sqlite":
-        path = Path(sync_url.database or "")
-        if not path.is_file():
-            raise SummaryStoreError(f"summary store {where}: no SQLite file at {path}; check --url")
-    engine = build_sync_engine(sync_url, wal=False)
+    engine = _reading_engine(url)
     try:
         with engine.connect() as conn:
-            missing = [t.name for t in (summaries, threads) if not inspect(conn).has_table(t.name)]
-            if missing:
-                raise SummaryStoreError(
-                    f"summary store {where}: missing table(s) {', '.join(missing)}; this is not a "
-                    "summary store, or nothing has used it yet (SummaryStore creates the tables "
-                    "on first use); check --url"
-                )
+            _require_tables(conn, where)
+            # Only the columns this database has: a store of an older release still reads.
+            present = {c["name"] for c in inspect(conn).get_columns(summaries.name)}
+            columns = [c for c in summaries.columns if c.name in present]
             report: dict[str, Any] = {
                 "url": where,
-                "schema_version": _schema_version(conn),
-                "threads": _threads(conn, thread, namespace),
+                "schema_version": stored_schema_version(conn),
+                "threads": _threads(conn, columns, thread, namespace),
             }
             if thread is not None:
-                report["versions"] = _versions(conn, thread, namespace)
+                report["versions"] = _versions(conn, columns, thread, namespace)
             return report
     except SQLAlchemyError as exc:
         raise SummaryStoreError(describe_error(exc, where)) from exc
@@ -72,10 +69,25 @@ def load_report(
         engine.dispose()
 
 
-def _schema_version(conn: Connection) -> str | None:
-    if not inspect(conn).has_table(meta.name):
-        return None
-    return conn.scalar(select(meta.c.value).where(meta.c.key == "schema_version"))
+def _reading_engine(url: str) -> Engine:
+    """An engine that never creates a SQLite file nor switches it to WAL."""
+    sync_url, _ = derive_urls(url)
+    if not is_memory(sync_url) and sync_url.get_backend_name() == "sqlite":
+        path = Path(sync_url.database or "")
+        if not path.is_file():
+            where = mask_url(url)
+            raise SummaryStoreError(f"summary store {where}: no SQLite file at {path}; check --url")
+    return build_sync_engine(sync_url, wal=False)
+
+
+def _require_tables(conn: Connection, where: str) -> None:
+    missing = [t.name for t in (summaries, threads) if not inspect(conn).has_table(t.name)]
+    if missing:
+        raise SummaryStoreError(
+            f"summary store {where}: missing table(s) {', '.join(missing)}; this is not a "
+            "summary store, or nothing has used it yet (SummaryStore creates the tables "
+            "on first use); check --url"
+        )
 
 
 def _filtered(stmt: Select[Any], table: Any, thread: str | None, ns: str | None) -> Select[Any]:
@@ -84,7 +96,9 @@ def _filtered(stmt: Select[Any], table: Any, thread: str | None, ns: str | None)
     return stmt if ns is None else stmt.where(table.c.namespace == ns)
 
 
-def _threads(conn: Connection, thread: str | None, ns: str | None) -> list[dict[str, Any]]:
+def _threads(
+    conn: Connection, columns: list[Column[Any]], thread: str | None, ns: str | None
+) -> list[dict[str, Any]]:
     """One entry per (thread, namespace) with a summary or a state row, newest summary first."""
     s = summaries.c
     counts = select(
@@ -92,7 +106,7 @@ def _threads(conn: Connection, thread: str | None, ns: str | None) -> list[dict[
     ).group_by(s.thread_id, s.namespace)
     agg = _filtered(counts, summaries, thread, ns).subquery()
     newest = (
-        select(summaries, agg.c.versions, _PARENT.c.version.label("parent_version"))
+        select(*columns, agg.c.versions, _PARENT.c.version.label("parent_row_version"))
         .join(agg, (s.thread_id == agg.c.thread_id) & (s.namespace == agg.c.namespace))
         .where(s.version == agg.c.top)
         .outerjoin(_PARENT, _PARENT.c.id == s.parent_id)
@@ -100,7 +114,7 @@ def _threads(conn: Connection, thread: str | None, ns: str | None) -> list[dict[
     found: dict[tuple[str, str], dict[str, Any]] = {}
     for row in conn.execute(newest).mappings():
         found[(row["thread_id"], row["namespace"])] = {
-            **_summary_fields(row),
+            **_summary_fields(row, columns),
             "versions": row["versions"],
         }
     for row in conn.execute(_filtered(select(threads), threads, thread, ns)).mappings():
@@ -110,22 +124,27 @@ def _threads(conn: Connection, thread: str | None, ns: str | None) -> list[dict[
     return newest_first
 
 
-def _versions(conn: Connection, thread: str, ns: str | None) -> list[dict[str, Any]]:
+def _versions(
+    conn: Connection, columns: list[Column[Any]], thread: str, ns: str | None
+) -> list[dict[str, Any]]:
     """Every stored version of one thread, oldest first, with the parent's version."""
     s = summaries.c
     stmt = (
-        select(summaries, _PARENT.c.version.label("parent_version"))
+        select(*columns, _PARENT.c.version.label("parent_row_version"))
         .outerjoin(_PARENT, _PARENT.c.id == s.parent_id)
         .order_by(s.namespace, s.version)
     )
     stmt = _filtered(stmt, summaries, thread, ns)
-    return [_summary_fields(row) for row in conn.execute(stmt).mappings()]
+    return [_summary_fields(row, columns) for row in conn.execute(stmt).mappings()]
 
 
-def _summary_fields(row: Any) -> dict[str, Any]:
-    fields = {c.name: _plain(row[c.name]) for c in summaries.columns if c.name != "summary"}
+def _summary_fields(row: Any, columns: list[Column[Any]]) -> dict[str, Any]:
+    fields = {c.name: _plain(row[c.name]) for c in columns if c.name != "summary"}
     fields["rescued_message_ids"] = json.loads(row["rescued_message_ids"])
-    fields["parent_version"] = row["parent_version"]
+    # A parent deleted by retention is gone, but schema 2 still stores its version.
+    gone = row["parent_id"] is not None and row["parent_row_version"] is None
+    fields["parent_version"] = row["parent_row_version"] or fields.get("parent_version")
+    fields["parent_gone"] = gone
     fields["summary_preview"] = " ".join(row["summary"].split())[:80]
     return fields
 
@@ -163,9 +182,9 @@ def _stamp(iso: str | None) -> str:
 def _parent(entry: dict[str, Any]) -> str:
     if entry.get("parent_id") is None:
         return "-"
-    if entry.get("parent_version") is None:  # deleted by retention (or by hand)
+    if entry.get("parent_version") is None:  # deleted by retention, version not recorded
         return f"gone:{entry['parent_id'][:8]}"
-    return f"v{entry['parent_version']}"
+    return f"v{entry['parent_version']}" + (" (gone)" if entry.get("parent_gone") else "")
 
 
 def _ratio(entry: dict[str, Any]) -> str:
@@ -241,11 +260,49 @@ def render_text(report: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def check_store(url: str) -> list[str]:
+    """Run the consistency check on the store at ``url``, reading only.
+
+    Raises:
+        SummaryStoreError: the URL is bad, the database unreachable, or the tables missing.
+    """
+    where = mask_url(url)
+    engine = _reading_engine(url)
+    try:
+        with engine.connect() as conn:
+            _require_tables(conn, where)
+            return find_problems(conn)
+    except SQLAlchemyError as exc:
+        raise SummaryStoreError(describe_error(exc, where)) from exc
+    finally:
+        engine.dispose()
+
+
+def migrate_store(url: str) -> tuple[str | None, str | None]:
+    """Create or upgrade the store's tables now; the schema version before and after.
+
+    Opening a store migrates it anyway; this lets a deploy do it once, before new workers
+    start, and say what it did.
+    """
+    where = mask_url(url)
+    engine = build_sync_engine(derive_urls(url)[0], wal=False)
+    try:
+        with engine.connect() as conn:
+            before = stored_schema_version(conn)
+    except SQLAlchemyError as exc:
+        raise SummaryStoreError(describe_error(exc, where)) from exc
+    finally:
+        engine.dispose()
+    with SummaryStore(url) as store:
+        store.list_summaries("")  # the first call migrates
+    return before, str(SCHEMA_VERSION)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     parser = argparse.ArgumentParser(
         prog="python -m langgraph_compaction.store",
-        description="Look inside a langgraph-compaction summary store.",
+        description="Look inside a langgraph-compaction summary store, check or migrate it.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     cmd = commands.add_parser("inspect", help="print threads, versions, failures, calibration")
@@ -253,11 +310,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd.add_argument("--thread", help="list every version of this thread id")
     cmd.add_argument("--namespace", help="only this namespace")
     cmd.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    check = commands.add_parser("check", help="check the rows' consistency; exit 1 on problems")
+    check.add_argument("--url", required=True)
+    check.add_argument("--json", action="store_true", help="print the problems as JSON")
+    migrate = commands.add_parser("migrate", help="create or upgrade the store's tables")
+    migrate.add_argument("--url", required=True)
     args = parser.parse_args(argv)
     try:
+        if args.command == "check":
+            return _print_check(check_store(args.url), args.url, as_json=args.json)
+        if args.command == "migrate":
+            before, after = migrate_store(args.url)
+            print(f"{mask_url(args.url)}: schema_version {before or '(none)'} -> {after}")
+            return 0
         report = load_report(args.url, thread=args.thread, namespace=args.namespace)
     except SummaryStoreError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(report, indent=2) if args.json else render_text(report))
     return 0
+
+
+def _print_check(problems: list[str], url: str, *, as_json: bool) -> int:
+    if as_json:
+        print(json.dumps({"url": mask_url(url), "ok": not problems, "problems": problems}))
+    elif problems:
+        print(f"{mask_url(url)}: {len(problems)} problem(s)")
+        print("\n".join(f"- {p}" for p in problems))
+    else:
+        print(f"{mask_url(url)}: ok")
+    return 1 if problems else 0

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from langgraph_compaction._exceptions import SummaryStoreError
 from langgraph_compaction.store import _tables
+from langgraph_compaction.store._check import find_problems
 from langgraph_compaction.store._engine import (
     WRITE_OPTION,
     build_async_engine,
@@ -31,6 +32,7 @@ from langgraph_compaction.store._engine import (
     is_memory,
     mask_url,
 )
+from langgraph_compaction.store._migrate import ensure_schema, schema_is_current
 from langgraph_compaction.store._records import (
     NewSummary,
     SummaryKind,
@@ -131,9 +133,11 @@ class SummaryStore:
                 engine = build_sync_engine(self._sync_url)
                 try:
                     with self._serial, engine.connect() as conn:
-                        conn.execution_options(**{WRITE_OPTION: True})
-                        with conn.begin():
-                            _tables.create_schema(conn)
+                        if not schema_is_current(conn):
+                            conn.rollback()  # end the read; migrate under the write lock
+                            conn.execution_options(**{WRITE_OPTION: True})
+                            with conn.begin():
+                                ensure_schema(conn)
                 except BaseException:
                     engine.dispose()
                     raise
@@ -155,9 +159,11 @@ class SummaryStore:
             await _dispose_from_other_loop(stale)
         if not self._aschema_ready:
             async with self._aserial or nullcontext(), engine.connect() as conn:
-                await conn.execution_options(**{WRITE_OPTION: True})
-                async with conn.begin():
-                    await conn.run_sync(_tables.create_schema)
+                if not await conn.run_sync(schema_is_current):
+                    await conn.rollback()  # end the read; migrate under the write lock
+                    await conn.execution_options(**{WRITE_OPTION: True})
+                    async with conn.begin():
+                        await conn.run_sync(ensure_schema)
             self._aschema_ready = True
         return engine
 
@@ -393,6 +399,22 @@ class SummaryStore:
         return await self._arun(
             lambda c: _tables.delete_thread(c, thread_id, namespace), write=True
         )
+
+    # -- upkeep ------------------------------------------------------------------------------
+
+    def check_integrity(self) -> list[str]:
+        """Check the rows against the store's rules (and, on SQLite, the file's structure).
+
+        Meant for after a crash, or before trusting a restored copy; it reads every row.
+
+        Returns:
+            One sentence per problem found; an empty list when the store is sound.
+        """
+        return self._run(find_problems)
+
+    async def acheck_integrity(self) -> list[str]:
+        """Async :meth:`check_integrity`."""
+        return await self._arun(find_problems)
 
 
 def _failure(

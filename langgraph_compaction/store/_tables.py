@@ -50,14 +50,13 @@ from langgraph_compaction.store._records import (
 )
 
 __all__ = [
-    "SCHEMA_VERSION",
     "UTCDateTime",
-    "create_schema",
     "delete_thread",
     "find_summary",
     "insert_summary",
     "latest_summaries",
     "list_summaries",
+    "lock_schema",
     "meta",
     "metadata",
     "record_failure",
@@ -67,9 +66,6 @@ __all__ = [
     "thread_state",
     "threads",
 ]
-
-SCHEMA_VERSION = 1
-"""Stored in ``compaction_meta`` so a future layout can tell an old store from a new one."""
 
 _LOCK_CLASS = 7_261_300
 """First key of PostgreSQL advisory locks taken here (second key: 0 for DDL, else a thread)."""
@@ -130,6 +126,9 @@ summaries = Table(
     Column("model", Text, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("rescued_message_ids", Text, nullable=False),
+    # The parent's version, kept when retention deletes the parent row (schema version 2);
+    # None for a first summary, or when the parent was already gone at insert time.
+    Column("parent_version", Integer, nullable=True),
     CheckConstraint("kind IN ('initial', 'update')", name="ck_compaction_summaries_kind"),
     # No foreign key on parent_id: retention deletes old versions, so the oldest remaining
     # row may name a parent that is gone.
@@ -204,22 +203,9 @@ def _pg_lock(conn: Connection, key: str | None) -> None:
         conn.execute(lock, {"cls": _LOCK_CLASS, "key": key})
 
 
-def create_schema(conn: Connection) -> None:
-    """Create missing tables and stamp the schema version; safe when processes race.
-
-    Raises:
-        SummaryStoreError: the database holds a store of a newer schema version.
-    """
+def lock_schema(conn: Connection) -> None:
+    """Hold the schema lock until the transaction ends (SQLite: its write transaction does)."""
     _pg_lock(conn, None)
-    metadata.create_all(conn, checkfirst=True)
-    stamp = {"key": "schema_version", "value": str(SCHEMA_VERSION)}
-    conn.execute(_insert(conn, meta).values(stamp).on_conflict_do_nothing())
-    found = conn.scalar(select(meta.c.value).where(meta.c.key == "schema_version"))
-    if found != str(SCHEMA_VERSION):
-        raise SummaryStoreError(
-            f"the store has schema_version {found}, this package reads {SCHEMA_VERSION}; "
-            "upgrade langgraph-compaction or point it at another database"
-        )
 
 
 def list_summaries(conn: Connection, thread_id: str, namespace: str) -> list[SummaryRecord]:
@@ -265,6 +251,7 @@ def insert_summary(conn: Connection, new: NewSummary, retention: int | None) -> 
         **dataclasses.asdict(new),
         "id": row_id,
         "version": (newest or 0) + 1,
+        "parent_version": _parent_version(conn, new),
         "created_at": datetime.now(UTC),
         "rescued_message_ids": json.dumps(list(new.rescued_message_ids)),
     }
@@ -278,6 +265,30 @@ def insert_summary(conn: Connection, new: NewSummary, retention: int | None) -> 
     if stored.id == row_id and retention is not None:
         _trim(conn, new.thread_id, new.namespace, retention)
     return stored
+
+
+def _parent_version(conn: Connection, new: NewSummary) -> int | None:
+    """The version of ``new``'s parent; None if it has none or retention already deleted it.
+
+    Raises:
+        ValueError: the parent is a summary of another thread or namespace.
+    """
+    if new.parent_id is None:
+        return None
+    stmt = select(summaries.c.thread_id, summaries.c.namespace, summaries.c.version).where(
+        summaries.c.id == new.parent_id
+    )
+    parent = conn.execute(stmt).first()
+    if parent is None:
+        return None
+    if (parent.thread_id, parent.namespace) != (new.thread_id, new.namespace):
+        raise ValueError(
+            f"parent_id {new.parent_id!r} is a summary of thread {parent.thread_id!r} in "
+            f"namespace {parent.namespace!r}, not of thread {new.thread_id!r} in namespace "
+            f"{new.namespace!r}; pass a summary of the same thread as parent"
+        )
+    version: int = parent.version
+    return version
 
 
 def _trim(conn: Connection, thread_id: str, namespace: str, keep: int) -> None:

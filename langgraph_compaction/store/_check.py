@@ -1,0 +1,164 @@
+"""A consistency check of a store's rows, for after a crash or before trusting a copy.
+
+It reports, in plain sentences, every way the rows break the store's own rules: a blank or
+malformed summary, two rows of one thread with the same version or the same prefix, a parent
+that belongs elsewhere, is not older, or is missing without retention having trimmed it, and
+per-thread state out of range. On SQLite it runs ``PRAGMA integrity_check`` first. It only
+reads. An empty list means the store is sound.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from sqlalchemy import Connection, func, select
+
+from langgraph_compaction.store._migrate import HEAD_REVISION, current_revision
+from langgraph_compaction.store._tables import summaries, threads
+
+__all__ = ["find_problems"]
+
+_S = summaries.c
+
+
+def find_problems(conn: Connection) -> list[str]:
+    """Every rule the store's rows break, one sentence each; empty when there is none."""
+    problems: list[str] = []
+    if conn.dialect.name == "sqlite":
+        verdict = [str(row[0]) for row in conn.exec_driver_sql("PRAGMA integrity_check")]
+        if verdict != ["ok"]:
+            problems += [f"SQLite integrity_check: {line}" for line in verdict]
+    revision = current_revision(conn)
+    if revision != HEAD_REVISION:
+        problems.append(
+            f"schema revision is {revision}, this package checks revision {HEAD_REVISION}; "
+            "open the store with SummaryStore (or run `migrate`) first"
+        )
+        return problems
+    problems += _duplicates(conn, _S.version, "version")
+    problems += _duplicates(conn, _S.prefix_hash, "prefix_hash")
+    problems += _row_problems(conn)
+    problems += _lineage_problems(conn)
+    problems += _thread_problems(conn)
+    return problems
+
+
+def _duplicates(conn: Connection, column: Any, label: str) -> list[str]:
+    stmt = (
+        select(_S.thread_id, _S.namespace, column, func.count())
+        .group_by(_S.thread_id, _S.namespace, column)
+        .having(func.count() > 1)
+    )
+    return [
+        f"thread {t!r} namespace {ns!r}: {count} summaries share {label} {value!r}"
+        for t, ns, value, count in conn.execute(stmt)
+    ]
+
+
+def _row_problems(conn: Connection) -> list[str]:
+    """Each row on its own: text, kind, counts, message ids and timestamp readable."""
+    problems = []
+    stmt = select(
+        _S.id,
+        _S.version,
+        _S.summary,
+        _S.kind,
+        _S.covered_messages,
+        _S.summary_tokens,
+        _S.source_tokens,
+        _S.rescued_message_ids,
+        _S.prefix_hash,
+        _S.created_at,  # read through UTCDateTime: an unreadable stamp raises here
+    )
+    for row in conn.execution_options(yield_per=1000).execute(stmt):
+        where = f"summary {row.id}"
+        if not row.summary.strip():
+            problems.append(f"{where}: blank summary text")
+        if row.kind not in ("initial", "update"):
+            problems.append(f"{where}: kind {row.kind!r} is neither 'initial' nor 'update'")
+        if row.version < 1:
+            problems.append(f"{where}: version {row.version} is below 1")
+        if not row.prefix_hash:
+            problems.append(f"{where}: empty prefix_hash")
+        for name in ("covered_messages", "summary_tokens", "source_tokens"):
+            if getattr(row, name) < 0:
+                problems.append(f"{where}: negative {name}")
+        if not _is_id_list(row.rescued_message_ids):
+            problems.append(f"{where}: rescued_message_ids is not a JSON list of ids")
+    return problems
+
+
+def _is_id_list(text: str) -> bool:
+    try:
+        ids = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(ids, list) and all(isinstance(i, str) for i in ids)
+
+
+def _lineage_problems(conn: Connection) -> list[str]:
+    """A parent is an older version of the same thread, or was trimmed by retention.
+
+    Retention deletes a thread's oldest versions, so a trimmed parent is older than every kept
+    version; a row written after its parent was trimmed has no ``parent_version``, and then the
+    thread must show that trimming happened (its oldest kept version is above 1).
+    """
+    parent = summaries.alias("parent")
+    oldest = (
+        select(_S.thread_id, _S.namespace, func.min(_S.version).label("oldest"))
+        .group_by(_S.thread_id, _S.namespace)
+        .subquery()
+    )
+    stmt = (
+        select(
+            _S.id,
+            _S.thread_id,
+            _S.namespace,
+            _S.version,
+            _S.parent_id,
+            _S.parent_version,
+            parent.c.thread_id.label("p_thread"),
+            parent.c.namespace.label("p_namespace"),
+            parent.c.version.label("p_version"),
+            oldest.c.oldest,
+        )
+        .join(oldest, (oldest.c.thread_id == _S.thread_id) & (oldest.c.namespace == _S.namespace))
+        .outerjoin(parent, parent.c.id == _S.parent_id)
+        .where(_S.parent_id.is_not(None))
+    )
+    problems = []
+    for row in conn.execution_options(yield_per=1000).execute(stmt):
+        where = f"summary {row.id} (thread {row.thread_id!r} v{row.version})"
+        if row.p_version is None:  # the parent row is gone
+            if row.parent_version is None:
+                trimmed = row.oldest > 1
+            else:
+                trimmed = row.parent_version < row.oldest
+            if not trimmed:
+                problems.append(f"{where}: parent {row.parent_id} is missing, not trimmed")
+        elif (row.p_thread, row.p_namespace) != (row.thread_id, row.namespace):
+            problems.append(f"{where}: parent {row.parent_id} belongs to another thread")
+        elif row.p_version >= row.version:
+            problems.append(f"{where}: parent v{row.p_version} is not older")
+        elif row.parent_version not in (None, row.p_version):
+            problems.append(
+                f"{where}: parent_version {row.parent_version} but the parent is v{row.p_version}"
+            )
+    return problems
+
+
+def _thread_problems(conn: Connection) -> list[str]:
+    problems = []
+    for row in conn.execute(select(threads)):
+        where = f"thread {row.thread_id!r} namespace {row.namespace!r}"
+        if row.consecutive_failures < 0:
+            problems.append(f"{where}: negative consecutive_failures")
+        if row.messages_at_last_failure is not None and row.messages_at_last_failure < 0:
+            problems.append(f"{where}: negative messages_at_last_failure")
+        if row.calibration is not None and not (
+            math.isfinite(row.calibration) and row.calibration > 0
+        ):
+            problems.append(f"{where}: calibration {row.calibration} is not a ratio > 0")
+    return problems
