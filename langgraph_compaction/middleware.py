@@ -8,12 +8,12 @@ serves as the fallback summarizer (and gives the window) unless ``fallback_model
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.language_models import BaseChatModel
-from langgraph.config import get_config
 
 from ._config import CompactionConfig
 from ._runtime import CompactionRuntime
@@ -23,9 +23,24 @@ from .store import SummaryStore
 
 __all__ = ["CompactionMiddleware"]
 
+_GRAPH_LIMIT = 32
+"""Compiled pipelines kept per middleware: one per (model, tools, system prompt) seen.
+
+A dynamic system prompt makes a new key on every change; the bound keeps memory flat, and an
+evicted pipeline costs only its per-process caches (summaries stay in the store).
+"""
+
+_GraphKey = tuple[int, tuple[int, ...], str | None]
+
 
 class CompactionMiddleware(AgentMiddleware):
     """Compact the model input of a ``create_agent`` agent before every model call.
+
+    It runs the compaction subgraph of ``create_compaction_graph`` on the request's messages
+    and hands the model the compacted list; the agent's state keeps every message. The
+    pipeline runs as a nested graph of the model node, so its custom stream events
+    (``context_compacting``, ...) reach a caller that streams with ``subgraphs=True``, and it
+    reads the thread id from the agent's config.
 
     Example:
         ```python
@@ -46,6 +61,17 @@ class CompactionMiddleware(AgentMiddleware):
         token_counter: TokenCounter | None = None,
         namespace: str = "default",
     ) -> None:
+        """Take the arguments of ``create_compaction_graph`` except tools and system prompt.
+
+        Args:
+            config: a CompactionConfig, a dict of its fields, or None (defaults).
+            model: the summarizer; None uses ``config.model``, else the fallback model.
+            fallback_model: tried once when the summarizer fails, and the source of the
+                context window; None: the model of each request (the agent's own model).
+            store: where summaries live; None opens ``SummaryStore(config.store_url)``.
+            token_counter: counts a list of messages; default: langchain-core's approximation.
+            namespace: separates several agents or tenants in one thread.
+        """
         super().__init__()
         self.config = CompactionConfig.coerce(config)
         self._model = model
@@ -53,7 +79,7 @@ class CompactionMiddleware(AgentMiddleware):
         self._store = store if store is not None else SummaryStore(self.config.store_url)
         self._token_counter = token_counter
         self._namespace = namespace
-        self._graphs: dict[tuple[int, int, str | None], Any] = {}
+        self._graphs: OrderedDict[_GraphKey, Any] = OrderedDict()
         self._lock = threading.Lock()
         if fallback_model is not None:  # surface configuration mistakes at construction
             self._graph_for(fallback_model, [], None)
@@ -63,25 +89,30 @@ class CompactionMiddleware(AgentMiddleware):
     ) -> Any:
         """One compiled pipeline per (model, tools, system prompt), built once."""
         fallback = self._fallback_model or request_model
-        key = (id(fallback), hash(tuple(id(t) for t in tools)), system_prompt)
+        # The runtime holds the model and the tools, so their ids stay valid while cached.
+        key: _GraphKey = (id(fallback), tuple(id(t) for t in tools), system_prompt)
         with self._lock:
             graph = self._graphs.get(key)
-            if graph is None:
-                runtime = CompactionRuntime.build(
-                    self.config,
-                    model=self._model,
-                    fallback_model=fallback,
-                    store=self._store,
-                    token_counter=self._token_counter,
-                    tools=list(tools),
-                    system_prompt=system_prompt,
-                    namespace=self._namespace,
-                )
-                graph = build_graph(runtime, name="compaction")
-                self._graphs[key] = graph
-        return graph
+            if graph is not None:
+                self._graphs.move_to_end(key)
+                return graph
+            runtime = CompactionRuntime.build(
+                self.config,
+                model=self._model,
+                fallback_model=fallback,
+                store=self._store,
+                token_counter=self._token_counter,
+                tools=list(tools),
+                system_prompt=system_prompt,
+                namespace=self._namespace,
+            )
+            graph = build_graph(runtime, name="compaction")
+            self._graphs[key] = graph
+            if len(self._graphs) > _GRAPH_LIMIT:
+                self._graphs.popitem(last=False)
+            return graph
 
-    def _compact_input(self, request: ModelRequest) -> tuple[Any, dict[str, Any]]:
+    def _graph_and_input(self, request: ModelRequest) -> tuple[Any, dict[str, Any]]:
         graph = self._graph_for(request.model, request.tools, request.system_prompt)
         return graph, {"messages": request.messages}
 
@@ -90,8 +121,11 @@ class CompactionMiddleware(AgentMiddleware):
         request: ModelRequest,
         handler: Callable[[ModelRequest], ModelResponse],
     ) -> ModelResponse:
-        graph, state = self._compact_input(request)
-        result = graph.invoke(state, _thread_config())
+        """Compact the request's messages, then call the model with them."""
+        graph, state = self._graph_and_input(request)
+        # No config of its own: the nested run inherits the agent's (thread id, callbacks,
+        # stream writer), so its events reach the caller like a subgraph's.
+        result = graph.invoke(state)
         return handler(request.override(messages=result["llm_input_messages"]))
 
     async def awrap_model_call(
@@ -99,15 +133,7 @@ class CompactionMiddleware(AgentMiddleware):
         request: ModelRequest,
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse:
-        graph, state = self._compact_input(request)
-        result = await graph.ainvoke(state, _thread_config())
+        """Compact the request's messages, then call the model with them (async path)."""
+        graph, state = self._graph_and_input(request)
+        result = await graph.ainvoke(state)
         return await handler(request.override(messages=result["llm_input_messages"]))
-
-
-def _thread_config() -> dict[str, Any]:
-    """Carry the agent's thread id into the pipeline (it keys the store)."""
-    try:
-        configurable = get_config().get("configurable") or {}
-    except RuntimeError:
-        return {}
-    return {"configurable": {"thread_id": configurable.get("thread_id")}}
