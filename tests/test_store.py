@@ -415,6 +415,25 @@ def test_sqlite_writer_waits_for_a_held_lock_instead_of_failing(tmp_path: Path) 
     b.store.close()
 
 
+def test_switching_a_busy_sqlite_file_to_wal_waits_for_the_lock(tmp_path: Path) -> None:
+    # A file in rollback mode whose write lock another process holds: SQLite refuses the WAL
+    # switch at once, without its busy handler; the store must wait like any writer.
+    path = tmp_path / "store.db"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("CREATE TABLE other_app (x)")
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("INSERT INTO other_app VALUES (1)")
+    threading.Timer(0.5, holder.rollback).start()
+
+    started = time.perf_counter()
+    with SummaryStore(f"sqlite:///{path}") as store:
+        assert store.list_summaries("t") == []
+    assert time.perf_counter() - started >= 0.4
+    holder.close()
+    with raw_sqlite(path) as raw:
+        assert raw.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
 def test_tables_are_created_once_when_stores_race(fresh_url: str) -> None:
     stores = [SummaryStore(fresh_url) for _ in range(6)]
     start = threading.Barrier(len(stores))

@@ -9,6 +9,7 @@ SQLAlchemy emits BEGIN itself so a write transaction can take the lock up front
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -89,10 +90,30 @@ def _sqlite_on_connect(wal: bool) -> Callable[[Any, Any], None]:
         cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
         cursor.execute("PRAGMA foreign_keys = ON")
         if wal:  # readers and the writer no longer block each other
-            cursor.execute("PRAGMA journal_mode = WAL")
+            _switch_to_wal(cursor)
         cursor.close()
 
     return on_connect
+
+
+def _switch_to_wal(cursor: Any) -> None:
+    """Set WAL mode, waiting up to the busy timeout for the lock the switch needs.
+
+    Leaving rollback mode takes an exclusive lock, and SQLite does not call its busy handler
+    for it: while another process writes (say, creating the tables of a new file) the PRAGMA
+    fails at once with "database is locked". So retry, with a short backoff.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    pause = 0.005
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except Exception as exc:  # sqlite3's, or the async adapter's, OperationalError
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 def _sqlite_on_begin(conn: Connection) -> None:
