@@ -92,6 +92,10 @@ class BackgroundSummaries:
             events: list[Event] = []
             try:
                 events = await run()
+            except asyncio.CancelledError:  # its loop is shutting down: a later call may retry
+                with self._lock:
+                    self._started_over.pop(key, None)
+                raise
             except Exception as exc:
                 events = [_failed(key, exc)]
             finally:
