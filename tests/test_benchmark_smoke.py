@@ -1,10 +1,13 @@
-"""The overhead benchmark runs end to end (``--quick``) and prints its table."""
+"""The benchmarks run end to end in their quick mode and print their figures."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+from traces import shared_data_dir
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "overhead.py"
 
@@ -37,3 +40,15 @@ def test_overhead_quick_prints_the_table() -> None:
     assert "passthrough" in result.stdout
     assert "reuse" in result.stdout
     assert "[overhead]" in result.stderr  # progress goes to stderr
+
+
+def test_precompaction_benchmark_quick_mode_runs() -> None:
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "precompaction.py"
+    traces_absent = not (shared_data_dir() / "tau-bench-airline").is_dir()
+    if traces_absent:
+        pytest.skip(f"shared data {shared_data_dir()} is absent: the benchmark replays it")
+    done = subprocess.run(
+        [sys.executable, str(script), "--quick"], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert "p95 added latency with pre-compaction" in done.stdout
