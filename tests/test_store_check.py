@@ -1,0 +1,162 @@
+"""The consistency check finds what it is for, and inspect's --namespace and --json views.
+
+The check must pass on every sound store the other tests build (they all end with it), so
+here it is fed stores broken on purpose, one rule at a time, through plain SQL as a person
+or a buggy release could.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _store_support import pg_schema
+from sqlalchemy import create_engine, text
+
+from langgraph_compaction import SummaryStore
+from langgraph_compaction.store import SummaryRecord
+from langgraph_compaction.store._engine import derive_urls
+from langgraph_compaction.store._inspect import main as cli
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'store.db'}"
+    else:
+        with pg_schema("lgc_check") as pg_url:
+            yield pg_url
+
+
+def add(store: SummaryStore, thread: str, n: int, parent: SummaryRecord | None, **kw: Any) -> Any:
+    values: dict[str, Any] = {
+        "thread_id": thread, "namespace": "default", "parent_id": parent.id if parent else None,
+        "boundary_message_id": f"m-{n}", "covered_messages": n, "prefix_hash": f"p-{n}",
+        "summary": f"Summary {n}.", "summary_tokens": 10, "source_tokens": 100,
+        "kind": "update" if parent else "initial", "model": None, "rescued_message_ids": [],
+    }  # fmt: skip
+    return store.add_summary(**{**values, **kw})
+
+
+def chain(store: SummaryStore, thread: str, count: int) -> list[SummaryRecord]:
+    records: list[SummaryRecord] = []
+    for n in range(1, count + 1):
+        records.append(add(store, thread, n, records[-1] if records else None))
+    return records
+
+
+def execute(url: str, statement: str, **params: Any) -> None:
+    engine = create_engine(derive_urls(url)[0])
+    try:
+        with engine.begin() as conn:
+            conn.execute(text(statement), params)
+    finally:
+        engine.dispose()
+
+
+def test_a_sound_store_with_trimmed_parents_passes(url: str) -> None:
+    with SummaryStore(url, retention=2) as store:
+        chain(store, "t", 5)
+        assert [r.version for r in store.list_summaries("t")] == [4, 5]
+        assert store.check_integrity() == []
+
+
+@pytest.mark.parametrize(
+    ("breakage", "expected"),
+    [
+        ("UPDATE compaction_summaries SET summary = ' \n ' WHERE id = :second", "blank summary"),
+        (
+            "UPDATE compaction_summaries SET parent_id = 'no-such-row', parent_version = NULL "
+            "WHERE id = :third",
+            "parent no-such-row is missing, not trimmed",
+        ),
+        (
+            "UPDATE compaction_summaries SET parent_version = 2 WHERE id = :second",
+            "parent_version 2 but the parent is v1",
+        ),
+        (
+            "UPDATE compaction_summaries SET parent_id = (SELECT id FROM compaction_summaries "
+            "WHERE thread_id = 'other') WHERE id = :first",
+            "belongs to another thread",
+        ),
+        (
+            "UPDATE compaction_summaries SET rescued_message_ids = 'm-1, m-2' WHERE id = :first",
+            "rescued_message_ids is not a JSON list",
+        ),
+        ("UPDATE compaction_threads SET calibration = -1", "calibration -1.0 is not a ratio"),
+        ("UPDATE compaction_summaries SET version = 0 WHERE id = :first", "version 0 is below 1"),
+    ],
+    ids=["blank", "dangling-parent", "parent-version", "cross-thread", "ids", "calibration", "v0"],
+)
+def test_the_check_reports_each_broken_rule(
+    url: str, breakage: str, expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with SummaryStore(url) as store:
+        first, second, third = chain(store, "t", 3)
+        add(store, "other", 1, None)
+        store.set_calibration("t", "default", 1.1)
+        assert store.check_integrity() == []
+    execute(url, breakage, first=first.id, second=second.id, third=third.id)
+
+    with SummaryStore(url) as store:
+        problems = store.check_integrity()
+    assert any(expected in problem for problem in problems), problems
+
+    assert cli(["check", "--url", url, "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert (report["ok"], report["problems"]) == (False, problems)
+
+
+def test_the_check_runs_sqlites_own_integrity_check(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    with SummaryStore(f"sqlite:///{path}") as store:
+        chain(store, "t", 3)
+    with closing(sqlite3.connect(path)) as raw, raw:
+        # Drop index entries behind SQLite's back: the table and its index disagree.
+        raw.execute("PRAGMA writable_schema = ON")
+        raw.execute(
+            "UPDATE sqlite_master SET sql = replace(sql, 'prefix_hash)', 'prefix_hash) "
+            "WHERE version > 1') WHERE name = 'ux_compaction_summaries_prefix'"
+        )
+    with SummaryStore(f"sqlite:///{path}") as store:
+        problems = store.check_integrity()
+    assert any(p.startswith("SQLite integrity_check: ") for p in problems), problems
+
+
+def test_inspect_filters_by_namespace_and_prints_json(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with SummaryStore(url, retention=2) as store:
+        for ns in ("alpha", "beta"):
+            first = add(store, "t", 1, None, namespace=ns)
+            second = add(store, "t", 2, first, namespace=ns)
+        add(store, "t", 3, second, namespace="beta")  # retention drops beta's v1
+        store.record_failure("t", "beta", message_count=9, error="rate limited")
+
+    assert cli(["inspect", "--url", url, "--namespace", "alpha", "--json"]) == 0
+    alpha = json.loads(capsys.readouterr().out)
+    assert [(e["namespace"], e["versions"]) for e in alpha["threads"]] == [("alpha", 2)]
+    assert alpha["schema_version"] == "2" and "versions" not in alpha
+
+    assert cli(["inspect", "--url", url, "--thread", "t", "--namespace", "beta", "--json"]) == 0
+    beta = json.loads(capsys.readouterr().out)
+    [entry] = beta["threads"]
+    assert (entry["consecutive_failures"], entry["last_error"]) == (1, "rate limited")
+    assert [(v["version"], v["parent_version"], v["parent_gone"]) for v in beta["versions"]] == [
+        (2, 1, True),
+        (3, 2, False),
+    ]
+
+    assert cli(["inspect", "--url", url, "--thread", "t", "--namespace", "beta"]) == 0
+    text_view = capsys.readouterr().out
+    assert "alpha" not in text_view
+    rows = [line.split() for line in text_view.splitlines() if line.startswith("beta ")]
+    assert [row[:5] for row in rows] == [
+        ["beta", "2", beta["versions"][0]["id"][:8], "v1", "(gone)"],
+        ["beta", "3", beta["versions"][1]["id"][:8], "v2", "update"],
+    ]
