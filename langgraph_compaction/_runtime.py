@@ -91,6 +91,8 @@ class CompactionRuntime:
     """Per thread: (index of the last history message sent, its id, estimated tokens)."""
     rescued_positions: dict[str, tuple[int, ...]] = field(default_factory=dict)
     summary_messages: dict[str, tuple[HumanMessage, int]] = field(default_factory=dict)
+    prune_epochs: dict[tuple[str, str, str], Any] = field(default_factory=dict)
+    """Per (namespace, thread, phase): the derived pruning epochs (``nodes.prune.Epochs``)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     background: BackgroundSummaries = field(default_factory=lambda: _new_background())
 

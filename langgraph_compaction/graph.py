@@ -27,7 +27,7 @@ from ._tokens import TokenCounter
 from .nodes.assemble import assemble
 from .nodes.measure import measure
 from .nodes.partition import Partition, partition_step
-from .nodes.prune import prune
+from .nodes.prune import apply_pruning, prune
 from .nodes.summarize import summarize_step
 from .store import SummaryStore
 
@@ -145,6 +145,7 @@ def build_graph(
         return {"work": work}
 
     def assemble_node(state: WorkingState) -> Update:
+        apply_pruning(runtime, state["work"])  # the pruned copy for the summary in use
         return _assembled(runtime, state["work"])
 
     async def aassemble_node(state: WorkingState) -> Update:

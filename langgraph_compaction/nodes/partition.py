@@ -20,6 +20,7 @@ from .._runtime import CallWork, CompactionRuntime
 from .._tokens import HistoryScan, calibrated
 from ..store import SummaryRecord
 from .measure import Threshold, find_keep_start, fired_triggers
+from .prune import pruned_summary_triggers
 
 __all__ = [
     "Partition",
@@ -30,6 +31,7 @@ __all__ = [
     "partition_step",
     "plan_partition",
     "rescued_positions",
+    "summary_fits",
 ]
 
 
@@ -128,6 +130,17 @@ def compressed_triggers(
     if thresholds is None:
         thresholds = runtime.thresholds
     return fired_triggers(thresholds, tokens, count, refine)
+
+
+def summary_fits(runtime: CompactionRuntime, work: CallWork, record: SummaryRecord) -> bool:
+    """Whether this summary can serve the call: its compressed context fires no trigger, as it
+    stands or with the messages after its boundary pruned (DESIGN 6.2: pruning comes first)."""
+    if not compressed_triggers(runtime, work, record):
+        return True
+    if not runtime.config.pruning.enabled:
+        return False
+    rescued = rescued_positions(runtime, record, work.messages)
+    return not pruned_summary_triggers(runtime, work, record, rescued)
 
 
 def _within_headroom(
@@ -287,9 +300,7 @@ def partition_step(runtime: CompactionRuntime, work: CallWork) -> Step[None]:
     work.matching = matching[0] if matching else None
     # The oldest summary that still fits stays in use: the input keeps its bytes until the
     # trigger fires, and a summary prepared ahead of time takes over exactly then.
-    in_use = next(
-        (r for r in reversed(matching) if not compressed_triggers(runtime, work, r)), None
-    )
+    in_use = next((r for r in reversed(matching) if summary_fits(runtime, work, r)), None)
     if in_use is not None:
         work.plan = Reuse(in_use)
         near = runtime.precompact_thresholds and compressed_triggers(
