@@ -1,0 +1,629 @@
+"""This package beside LangChain's SummarizationMiddleware and LangMem, on the same real traces.
+
+    python benchmarks/compare.py          # full run: benchmarks/results/compare-<UTC time>.*
+    python benchmarks/compare.py --quick  # a smoke run of a few turns (under 30 s)
+
+Needs the benchmark-only dependencies: ``pip install -r benchmarks/requirements.txt``.
+
+Workloads (from ``../shared/data``, loaded by ``tests/traces.py``):
+
+- ``tau``: the first 40 tau-bench airline runs joined into one long session by
+  ``concatenate_sessions`` (the first run's system prompt kept, the later copies dropped; run
+  after run, as one customer after another in a single thread).
+- ``swe``: each of the 5 SWE-Gym OpenHands coding runs as its own thread.
+- ``locomo``: each of the 10 LoCoMo dialogues as its own thread (speaker A the user, B the
+  assistant).
+
+At every point where the agent would call its model (``model_call_points``), each system
+prepares the model input from the true history up to there:
+
+- ``compaction``: this package, ``create_compaction_graph(...).invoke`` with a thread id and a
+  SQLite store in a temporary folder; the model input is ``llm_input_messages``.
+- ``langchain``: ``SummarizationMiddleware`` driven as ``create_agent`` drives it: its own
+  running state (the system prompt kept outside it, as ``create_agent(system_prompt=...)``
+  does), each new real message appended with ``add_messages``, ``before_model`` called on the
+  state and its update (``RemoveMessage(REMOVE_ALL_MESSAGES)``, summary, kept messages)
+  applied with ``add_messages``. The model input is the system prompt plus that state.
+- ``langmem``: ``langmem.short_term.summarize_messages`` on the true history with its
+  ``RunningSummary`` carried from call to call; the model input is ``result.messages``.
+
+Equal settings per workload: the tokens trigger, the kept window (20 messages; 6 on SWE-Gym,
+whose tool results are large), ``trim_tokens_to_summarize`` 4,000, a 512-token summary cap,
+one token counter (``count_tokens_approximately``, wrapped so no system swaps in its own), and
+one deterministic, instant summarizer (``CountingSummarizer``) that counts calls and input
+tokens with that counter. LangMem has neither a keep window nor a trim setting: it gets
+``max_tokens`` = ``max_tokens_before_summary`` = the trigger (so it fires at the same size)
+and ``max_summary_tokens`` = the cap; it keeps what follows the summarized chunk.
+
+Figures per system and workload: per-call time (median, p95) of the replay; summarizer calls
+and input tokens per 100 turns; peak and mean model-input tokens; the share of turns without a
+summarizer call whose input extends the previous input byte for byte (each message as OpenAI
+receives it, ``convert_to_openai_messages`` as sorted JSON); turns whose input breaks OpenAI's
+tool-pair rule (``tool_pair_violations``); whether the full history survives (the history the
+system keeps, by message id, equals the true one).
+
+Growth: each workload's turns are repeated (every message and tool-call id gets a ``~<k>``
+suffix per copy, so ids stay unique) to histories of 100, 1,000 and 10,000 messages. Each
+system is warmed on the thread by up to 200 calls spread over the call points below the size
+(LangMem then called again until it stops summarizing: it summarizes one chunk per call), then
+timed on the next calls, each one turn longer. Timed histories are fresh objects
+(round-tripped through langgraph's ``JsonPlusSerializer``, untimed), as a checkpointer hands
+them back; the anchors get the same objects. ``floor`` is a bare one-node LangGraph graph
+invoked on the same history: what LangGraph alone costs per call (this package is a graph;
+the anchors are timed as plain calls).
+
+Token estimates: ``tokens.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gc
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    SystemMessage,
+    ToolMessage,
+    convert_to_openai_messages,
+)
+from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.graph import START, StateGraph, add_messages
+from typing_extensions import TypedDict
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE))
+from tokens import estimate_errors, exact_counter  # noqa: E402
+from traces import (  # noqa: E402
+    concatenate_sessions,
+    load_locomo,
+    load_swe_gym,
+    load_tau_bench_airline,
+    model_call_points,
+    tool_pair_violations,
+)
+
+from langgraph_compaction import SummaryStore, create_compaction_graph  # noqa: E402
+
+SYSTEMS = ("compaction", "langchain", "langmem")
+SIZES = (100, 1_000, 10_000)
+TRIM_TOKENS = 4_000
+SUMMARY_CAP = 512
+WARM_CALLS = 200
+
+
+def count_tokens(messages: Sequence[BaseMessage]) -> int:
+    """The one token counter every system gets (a wrapper, so none swaps in its own)."""
+    return count_tokens_approximately(messages)
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    threads: list[list[BaseMessage]]
+    trigger: int
+    keep: int
+
+
+def load_workloads(quick: bool) -> list[Workload]:
+    tau = concatenate_sessions(load_tau_bench_airline(), 5 if quick else 40)
+    swe = load_swe_gym()
+    locomo = load_locomo()
+    return [
+        Workload("tau", [tau], trigger=12_000, keep=20),
+        Workload("swe", swe[:2] if quick else swe, trigger=6_000, keep=6),
+        Workload("locomo", [locomo[0][:160]] if quick else locomo, trigger=8_000, keep=20),
+    ]
+
+
+# --------------------------------------------------------------------------- the systems
+
+
+class CountingSummarizer(BaseChatModel):
+    """Deterministic and instant; counts calls and input tokens with ``count_tokens``."""
+
+    calls: int = 0
+    input_tokens: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "counting-summarizer"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self.calls += 1
+        self.input_tokens += count_tokens(messages)
+        text = (
+            f"## Goal\nSummary number {self.calls} of this conversation.\n## Progress\n"
+            + "The user and the assistant went through the requests listed earlier. " * 8
+        )
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
+
+
+class Compaction:
+    """This package, as a node before the model."""
+
+    def __init__(self, workload: Workload, store: SummaryStore, thread: str) -> None:
+        self.summarizer = CountingSummarizer()
+        self.graph = create_compaction_graph(
+            {
+                "trigger": {"type": "tokens", "value": workload.trigger},
+                "keep": {"type": "messages", "value": workload.keep},
+                "trim_tokens_to_summarize": TRIM_TOKENS,
+                "max_summary_tokens": SUMMARY_CAP,
+            },
+            model=self.summarizer,
+            store=store,
+            token_counter=count_tokens,
+        )
+        self.config = {"configurable": {"thread_id": thread}}
+        self.kept: list[BaseMessage] = []
+
+    def prepare(self, history: list[BaseMessage]) -> list[AnyMessage]:
+        output = self.graph.invoke({"messages": history}, self.config)
+        self.kept = history  # it never writes `messages`: the caller's history is the state
+        result: list[AnyMessage] = output["llm_input_messages"]
+        return result
+
+
+class LangChainMiddleware:
+    """``SummarizationMiddleware.before_model`` on its own running state, as create_agent does."""
+
+    def __init__(self, workload: Workload, store: SummaryStore, thread: str) -> None:
+        from langchain.agents.middleware.summarization import SummarizationMiddleware
+
+        self.summarizer = CountingSummarizer()
+        self.middleware = SummarizationMiddleware(
+            model=self.summarizer,
+            trigger=("tokens", workload.trigger),
+            keep=("messages", workload.keep),
+            token_counter=count_tokens,
+            trim_tokens_to_summarize=TRIM_TOKENS,
+        )
+        self.state: list[AnyMessage] = []
+        self.system: list[AnyMessage] = []
+        self.seen = 0
+        self.kept = self.state
+
+    def append(self, history: list[BaseMessage]) -> None:
+        """What the agent's reducer does between calls: the new real messages join the state."""
+        new = history[self.seen :]
+        self.seen = len(history)
+        if not self.state and not self.system and new and isinstance(new[0], SystemMessage):
+            self.system, new = [new[0]], new[1:]  # create_agent(system_prompt=...)
+        self.state = add_messages(self.state, new)  # type: ignore[arg-type]
+
+    def prepare(self, history: list[BaseMessage]) -> list[AnyMessage]:
+        update = self.middleware.before_model({"messages": self.state}, None)  # type: ignore[arg-type]
+        if update:
+            self.state = add_messages(self.state, update["messages"])
+        self.kept = self.state
+        return [*self.system, *self.state]
+
+
+class LangMem:
+    """``summarize_messages`` on the true history, its running summary carried along."""
+
+    def __init__(self, workload: Workload, store: SummaryStore, thread: str) -> None:
+        self.summarizer = CountingSummarizer()
+        self.trigger = workload.trigger
+        self.running: Any = None
+        self.kept: list[BaseMessage] = []
+
+    def prepare(self, history: list[BaseMessage]) -> list[AnyMessage]:
+        from langmem.short_term import summarize_messages
+
+        result = summarize_messages(
+            history,  # type: ignore[arg-type]
+            running_summary=self.running,
+            model=self.summarizer,
+            max_tokens=self.trigger,
+            max_tokens_before_summary=self.trigger,
+            max_summary_tokens=SUMMARY_CAP,
+            token_counter=count_tokens,
+        )
+        self.running = result.running_summary
+        self.kept = history  # it returns a new list; the caller keeps its history
+        return result.messages
+
+
+FACTORIES: dict[str, Callable[[Workload, SummaryStore, str], Any]] = {
+    "compaction": Compaction,
+    "langchain": LangChainMiddleware,
+    "langmem": LangMem,
+}
+
+
+# --------------------------------------------------------------------------- replay
+
+
+@dataclass
+class Replay:
+    """Figures of one system over one workload (all its threads)."""
+
+    times_ms: list[float] = field(default_factory=list)
+    input_tokens: list[int] = field(default_factory=list)
+    turns: int = 0
+    summary_calls: int = 0
+    summary_input_tokens: int = 0
+    plain_turns: int = 0
+    stable_turns: int = 0
+    violation_turns: int = 0
+    history_kept: bool = True
+    inputs: list[list[list[AnyMessage]]] = field(default_factory=list)
+
+
+class Serializer:
+    """Each message as OpenAI receives it (sorted JSON), cached per message object."""
+
+    def __init__(self) -> None:
+        self.cache: dict[int, tuple[BaseMessage, str]] = {}
+
+    def __call__(self, messages: Sequence[BaseMessage]) -> list[str]:
+        out = []
+        for message in messages:
+            hit = self.cache.get(id(message))
+            if hit is None or hit[0] is not message:
+                text = json.dumps(convert_to_openai_messages(message), sort_keys=True)
+                hit = self.cache[id(message)] = (message, text)
+            out.append(hit[1])
+        return out
+
+
+def replay(system: str, workload: Workload, store: SummaryStore, tag: str) -> Replay:
+    result = Replay()
+    serialize = Serializer()
+    for t, history in enumerate(workload.threads):
+        runner = FACTORIES[system](workload, store, f"{tag}-{system}-{workload.name}-{t}")
+        previous: list[str] | None = None
+        thread_inputs: list[list[AnyMessage]] = []
+        for end in model_call_points(history):
+            before = runner.summarizer.calls
+            prefix = history[:end]
+            if isinstance(runner, LangChainMiddleware):
+                runner.append(prefix)
+            gc.disable()
+            started = time.perf_counter_ns()
+            model_input = runner.prepare(prefix)
+            elapsed = time.perf_counter_ns() - started
+            gc.enable()
+            result.times_ms.append(elapsed / 1e6)
+            result.turns += 1
+            result.input_tokens.append(count_tokens(model_input))
+            if tool_pair_violations(model_input):
+                result.violation_turns += 1
+            rendered = serialize(model_input)
+            if runner.summarizer.calls == before and previous is not None:
+                result.plain_turns += 1
+                result.stable_turns += rendered[: len(previous)] == previous
+            previous = rendered
+            thread_inputs.append(model_input)
+        result.summary_calls += runner.summarizer.calls
+        result.summary_input_tokens += runner.summarizer.input_tokens
+        last = model_call_points(history)[-1]
+        result.history_kept &= [m.id for m in runner.kept] == [m.id for m in history[:last]]
+        result.inputs.append(thread_inputs)
+    return result
+
+
+# --------------------------------------------------------------------------- growth
+
+_SERDE = JsonPlusSerializer()
+
+
+def fresh(messages: Sequence[BaseMessage]) -> list[AnyMessage]:
+    loaded: list[AnyMessage] = _SERDE.loads_typed(_SERDE.dumps_typed(list(messages)))
+    return loaded
+
+
+def grown(thread: Sequence[BaseMessage], size: int) -> list[BaseMessage]:
+    """``thread``'s turns repeated to at least ``size`` messages, ids suffixed per copy."""
+    head = [m for m in thread[:1] if isinstance(m, SystemMessage)]
+    body = [m for m in thread if not isinstance(m, SystemMessage)]
+    out: list[BaseMessage] = list(head)
+    copy = 0
+    while len(out) < size:
+        for message in body:
+            update: dict[str, Any] = {"id": f"{message.id}~{copy}"}
+            if isinstance(message, AIMessage) and message.tool_calls:
+                update["tool_calls"] = [
+                    {**call, "id": f"{call['id']}~{copy}"} for call in message.tool_calls
+                ]
+            if isinstance(message, ToolMessage):
+                update["tool_call_id"] = f"{message.tool_call_id}~{copy}"
+            out.append(message.model_copy(update=update))
+        copy += 1
+    return out
+
+
+class FloorState(TypedDict):
+    messages: list[AnyMessage]
+
+
+def floor_graph() -> Any:
+    builder = StateGraph(FloorState)
+    builder.add_node("nothing", lambda state: {})
+    builder.add_edge(START, "nothing")
+    return builder.compile(checkpointer=False)
+
+
+def growth(
+    workload: Workload,
+    store: SummaryStore,
+    sizes: Sequence[int],
+    timed: int,
+    tag: str,
+    warm_calls: int = WARM_CALLS,
+) -> dict[int, dict[str, list[float]]]:
+    """Per size, per system (and ``floor``): per-call times in ms on warm threads."""
+    longest = max(workload.threads, key=len)
+    floor = floor_graph()
+    out: dict[int, dict[str, list[float]]] = {}
+    for size in sizes:
+        history = grown(longest, size + 40 * timed)
+        points = model_call_points(history)
+        below = [p for p in points if p <= size]
+        after = [p for p in points if p > size][:timed]
+        step = max(1, len(below) // warm_calls)
+        warm = below[::step] if below[::step][-1:] == below[-1:] else [*below[::step], below[-1]]
+        copies = [fresh(history[:end]) for end in after]
+        samples: dict[str, list[float]] = {name: [] for name in ("floor", *SYSTEMS)}
+        for system in SYSTEMS:
+            _progress(f"  growth {workload.name} {size:>6} messages: {system} ...")
+            runner = FACTORIES[system](
+                workload, store, f"{tag}-grow-{system}-{workload.name}-{size}"
+            )
+            for end in warm:
+                if isinstance(runner, LangChainMiddleware):
+                    runner.append(history[:end])
+                runner.prepare(history[:end])
+            if isinstance(runner, LangMem):  # catch up: one chunk per call
+                for _ in range(200):
+                    calls = runner.summarizer.calls
+                    runner.prepare(history[: warm[-1]])
+                    if runner.summarizer.calls == calls:
+                        break
+            gc.collect()
+            for copy in copies:
+                if isinstance(runner, LangChainMiddleware):
+                    runner.append(copy)
+                gc.disable()
+                started = time.perf_counter_ns()
+                runner.prepare(copy)
+                samples[system].append((time.perf_counter_ns() - started) / 1e6)
+                gc.enable()
+        for copy in copies:
+            gc.disable()
+            started = time.perf_counter_ns()
+            floor.invoke({"messages": copy})
+            samples["floor"].append((time.perf_counter_ns() - started) / 1e6)
+            gc.enable()
+        out[size] = samples
+    return out
+
+
+# --------------------------------------------------------------------------- report
+
+
+def p95(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    return ordered[max(1, -(-95 * len(ordered) // 100)) - 1]
+
+
+def summarize_replay(r: Replay) -> dict[str, Any]:
+    per100 = 100 / max(r.turns, 1)
+    return {
+        "turns": r.turns,
+        "median_ms": statistics.median(r.times_ms),
+        "p95_ms": p95(r.times_ms),
+        "summary_calls_per_100_turns": r.summary_calls * per100,
+        "summary_input_tokens_per_100_turns": r.summary_input_tokens * per100,
+        "peak_input_tokens": max(r.input_tokens),
+        "mean_input_tokens": statistics.fmean(r.input_tokens),
+        "plain_turns": r.plain_turns,
+        "stable_share": r.stable_turns / max(r.plain_turns, 1),
+        "violation_turns": r.violation_turns,
+        "history_kept": r.history_kept,
+    }
+
+
+def token_errors(replays: dict[str, Replay]) -> dict[str, Any]:
+    """Estimate error on this package's model inputs, per workload, raw and calibrated."""
+    exact = exact_counter()
+    out: dict[str, Any] = {}
+    for name, r in replays.items():
+        samples = [s for thread in r.inputs for s in estimate_errors(thread, exact, count_tokens)]
+        row: dict[str, Any] = {"calls": len(samples)}
+        for kind in ("raw", "calibrated"):
+            errors = [getattr(s, f"{kind}_error") for s in samples]
+            row[kind] = {
+                "median": statistics.median(errors),
+                "p95": p95(errors),
+                "max": max(errors),
+            }
+        out[name] = row
+    return out
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    lines = [
+        f"Run {report['started']}, {'quick' if report['quick'] else 'full'} mode, "
+        f"langchain {report['versions']['langchain']}, langmem {report['versions']['langmem']}.",
+        "",
+        "| workload | system | turns | median ms | p95 ms | sum calls /100 turns "
+        "| sum input tok /100 turns | peak input tok | mean input tok | stable turns "
+        "| pair-violation turns | full history kept |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for workload, systems in report["replay"].items():
+        for system, s in systems.items():
+            lines.append(
+                f"| {workload} | {system} | {s['turns']} | {s['median_ms']:.2f} | "
+                f"{s['p95_ms']:.2f} | {s['summary_calls_per_100_turns']:.1f} | "
+                f"{s['summary_input_tokens_per_100_turns']:,.0f} | {s['peak_input_tokens']:,} | "
+                f"{s['mean_input_tokens']:,.0f} | {s['stable_share']:.1%} of "
+                f"{s['plain_turns']} | {s['violation_turns']} | "
+                f"{'yes' if s['history_kept'] else 'no'} |"
+            )
+    lines += [
+        "",
+        "Per-call time (ms, median / p95) on warm threads grown to N messages; `floor` is a "
+        "bare one-node LangGraph graph on the same history.",
+        "",
+        "| workload | N | " + " | ".join(("floor", *SYSTEMS)) + " |",
+        "|---|---:|" + "---:|" * (len(SYSTEMS) + 1),
+    ]
+    for workload, sizes in report["growth"].items():
+        for size, systems in sizes.items():
+            cells = [f"{v['median_ms']:.2f} / {v['p95_ms']:.2f}" for v in systems.values()]
+            lines.append(f"| {workload} | {int(size):,} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Token estimate (`count_tokens_approximately`) against exact `o200k_base` counts "
+        "on this package's model inputs: relative error median / p95 / worst.",
+        "",
+        "| workload | calls | raw | calibrated |",
+        "|---|---:|---|---|",
+    ]
+    for workload, row in report["tokens"].items():
+        cells = [
+            f"{row[k]['median']:.1%} / {row[k]['p95']:.1%} / {row[k]['max']:.1%}"
+            for k in ("raw", "calibrated")
+        ]
+        lines.append(f"| {workload} | {row['calls']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(report: dict[str, Any], replays: dict[str, dict[str, Replay]], path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        _progress("matplotlib is not installed: no plot (pip install matplotlib)")
+        return False
+    workloads = list(report["growth"])
+    fig, axes = plt.subplots(1, len(workloads) + 1, figsize=(5 * (len(workloads) + 1), 4))
+    for ax, workload in zip(axes, workloads, strict=False):
+        sizes = report["growth"][workload]
+        for system in ("floor", *SYSTEMS):
+            xs = [int(n) for n in sizes]
+            ax.plot(xs, [sizes[n][system]["median_ms"] for n in sizes], marker="o", label=system)
+        ax.set(xscale="log", yscale="log", xlabel="messages", ylabel="median ms per call")
+        ax.set_title(f"{workload}: per-call time")
+        ax.legend()
+    ax = axes[-1]
+    for system in SYSTEMS:
+        ax.plot(replays["tau"][system].input_tokens, label=system, linewidth=0.8)
+    ax.set(xlabel="turn", ylabel="model-input tokens", title="tau: model input per turn")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def _progress(text: str) -> None:
+    print(f"[compare] {text}", file=sys.stderr, flush=True)
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import version
+
+    return {name: version(name) for name in ("langchain", "langchain-core", "langgraph", "langmem")}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="a few turns, sizes 100 and 1,000")
+    parser.add_argument("--out", type=Path, default=HERE / "results", help="results folder")
+    parser.add_argument("--timed", type=int, default=None, help="timed calls per growth size")
+    args = parser.parse_args(argv)
+    started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H%M%SZ")
+    sizes = (100, 1_000) if args.quick else SIZES
+    timed = args.timed or (3 if args.quick else 30)
+    workloads = load_workloads(args.quick)
+    replays: dict[str, dict[str, Replay]] = {}
+    grow: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="compaction-compare-") as tmp:
+        store = SummaryStore(f"sqlite:///{Path(tmp) / 'summaries.db'}")
+        try:
+            for workload in workloads:
+                replays[workload.name] = {}
+                for system in SYSTEMS:
+                    _progress(f"replay {workload.name}: {system} ...")
+                    begun = time.perf_counter()
+                    r = replay(system, workload, store, started)
+                    replays[workload.name][system] = r
+                    _progress(
+                        f"replay {workload.name}: {system}: {r.turns} turns, "
+                        f"{r.summary_calls} summary calls in {time.perf_counter() - begun:.1f} s"
+                    )
+                warm_calls = 20 if args.quick else WARM_CALLS
+                samples = growth(workload, store, sizes, timed, started, warm_calls)
+                grow[workload.name] = {
+                    str(size): {
+                        name: {"median_ms": statistics.median(v), "p95_ms": p95(v)}
+                        for name, v in per.items()
+                    }
+                    for size, per in samples.items()
+                }
+        finally:
+            store.close()
+    _progress("token estimates against o200k_base ...")
+    report: dict[str, Any] = {
+        "started": started,
+        "quick": args.quick,
+        "versions": _versions(),
+        "settings": {
+            "workloads": {
+                w.name: {"threads": len(w.threads), "trigger_tokens": w.trigger, "keep": w.keep}
+                for w in workloads
+            },
+            "trim_tokens_to_summarize": TRIM_TOKENS,
+            "summary_cap": SUMMARY_CAP,
+            "growth_sizes": list(sizes),
+            "timed_calls_per_size": timed,
+        },
+        "replay": {
+            w: {s: summarize_replay(r) for s, r in per.items()} for w, per in replays.items()
+        },
+        "growth": grow,
+        "tokens": token_errors({w: per["compaction"] for w, per in replays.items()}),
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = args.out / f"compare-{started}"
+    markdown = render_markdown(report)
+    stem.with_suffix(".md").write_text(markdown, encoding="utf-8")
+    stem.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if plot(report, replays, stem.with_suffix(".png")):
+        _progress(f"plot: {stem.with_suffix('.png')}")
+    _progress(f"results: {stem}.md and .json")
+    print(markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
