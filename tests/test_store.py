@@ -346,6 +346,30 @@ async def test_concurrent_inserts_get_unique_versions(backend: Backend) -> None:
     assert all(by_prefix[r.prefix_hash] == r for r in results)
 
 
+async def test_postgres_lookups_skip_the_transaction_and_writes_keep_it(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not backend.url.startswith("postgresql"):
+        pytest.skip("PostgreSQL only: SQLite reads skip BEGIN in the begin hook")
+    seen: dict[str, bool] = {}
+    real_find, real_insert = _tables.find_summary, _tables.insert_summary
+
+    def find(conn: Any, *args: Any) -> Any:
+        seen.setdefault("lookup", conn.connection.dbapi_connection.autocommit)
+        return real_find(conn, *args)
+
+    def insert(conn: Any, *args: Any) -> Any:
+        seen.setdefault("write", conn.connection.dbapi_connection.autocommit)
+        return real_insert(conn, *args)
+
+    monkeypatch.setattr(_tables, "find_summary", find)
+    monkeypatch.setattr(_tables, "insert_summary", insert)
+    await backend.find_summary(backend.thread, backend.ns, "prefix-1")  # the pool's connection
+    await backend.add_summary(**fields(backend, 1))  # the same connection, back from the pool
+
+    assert seen == {"lookup": True, "write": False}
+
+
 # -- SQLite specifics -----------------------------------------------------------------------------
 
 

@@ -1,6 +1,7 @@
 """The summary store: SQLAlchemy tables, a sync + async SummaryStore, and an inspect CLI.
 
-Run ``python -m langgraph_compaction.store inspect --url URL`` to see what a store holds.
+Run ``python -m langgraph_compaction.store inspect --url URL`` to see what a store holds,
+``check --url URL`` to check its rows' consistency, ``migrate --url URL`` to upgrade it.
 """
 
 from langgraph_compaction.store._records import SummaryRecord, ThreadState

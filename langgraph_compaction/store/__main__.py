@@ -1,6 +1,6 @@
-"""Run the store CLI: ``python -m langgraph_compaction.store inspect --url URL``.
+"""Run the store CLI: ``python -m langgraph_compaction.store inspect|check|migrate --url URL``.
 
-Options: ``--thread T``, ``--namespace N``, ``--json``; see ``--help``.
+``inspect`` options: ``--thread T``, ``--namespace N``, ``--json``; see ``--help``.
 """
 
 from langgraph_compaction.store._inspect import main

@@ -28,6 +28,7 @@ __all__ = [
     "build_sync_engine",
     "derive_urls",
     "describe_error",
+    "dispose_from_other_loop",
     "is_memory",
     "mask_url",
 ]
@@ -158,6 +159,18 @@ def build_async_engine(url: URL) -> AsyncEngine:
     engine = create_async_engine(url, poolclass=pool, connect_args={"timeout": BUSY_TIMEOUT_S})
     _install_sqlite_hooks(engine.sync_engine, url, wal=True)
     return engine
+
+
+async def dispose_from_other_loop(engine: AsyncEngine) -> None:
+    """Close an async engine built on a previous event loop.
+
+    aiosqlite and psycopg connections can be closed from a new loop; should a driver refuse,
+    the pool is dropped unclosed instead, since its loop may already be gone.
+    """
+    try:
+        await engine.dispose()
+    except Exception:
+        await engine.dispose(close=False)
 
 
 def describe_error(exc: BaseException, where: str) -> str:

@@ -29,6 +29,7 @@ from langgraph_compaction.store._engine import (
     build_sync_engine,
     derive_urls,
     describe_error,
+    dispose_from_other_loop,
     is_memory,
     mask_url,
 )
@@ -54,7 +55,9 @@ class SummaryStore:
     """Summaries and per-thread state in a SQLite file or a PostgreSQL database.
 
     One object serves the sync and the async graph path, is safe to share across threads
-    (the sync engine's connection pool), and creates its tables on first use.
+    (the sync engine's connection pool), and creates or upgrades its tables on first use
+    (Alembic migrations shipped in the package; a store written by a newer release is refused
+    with SummaryStoreError naming both schema versions).
 
     ```python
     store = SummaryStore("sqlite:///compaction.db", retention=20)
@@ -156,7 +159,7 @@ class SummaryStore:
                 self._aserial = asyncio.Lock() if is_memory(self._async_url) else None
             engine = self._aengine
         if stale is not None:
-            await _dispose_from_other_loop(stale)
+            await dispose_from_other_loop(stale)
         if not self._aschema_ready:
             async with self._aserial or nullcontext(), engine.connect() as conn:
                 if not await conn.run_sync(schema_is_current):
@@ -167,13 +170,27 @@ class SummaryStore:
             self._aschema_ready = True
         return engine
 
-    def _run(self, op: Callable[[Connection], T], *, write: bool = False, attempts: int = 1) -> T:
+    def _options(self, write: bool, single: bool) -> dict[str, Any]:
+        # A lookup is one statement, consistent on its own: on PostgreSQL it runs without
+        # BEGIN/COMMIT, two round trips fewer (SQLite reads skip BEGIN in the begin hook).
+        if single and not write and self._sync_url.get_backend_name() == "postgresql":
+            return {WRITE_OPTION: False, "isolation_level": "AUTOCOMMIT"}
+        return {WRITE_OPTION: write}
+
+    def _run(
+        self,
+        op: Callable[[Connection], T],
+        *,
+        write: bool = False,
+        attempts: int = 1,
+        single: bool = True,
+    ) -> T:
         with self._errors():
             engine = self._sync_engine()
             for attempt in range(1, attempts + 1):
                 try:
                     with self._serial, engine.connect() as conn:
-                        conn.execution_options(**{WRITE_OPTION: write})
+                        conn.execution_options(**self._options(write, single))
                         with conn.begin():
                             return op(conn)
                 except IntegrityError:
@@ -182,14 +199,19 @@ class SummaryStore:
         raise AssertionError("attempts must be >= 1")
 
     async def _arun(
-        self, op: Callable[[Connection], T], *, write: bool = False, attempts: int = 1
+        self,
+        op: Callable[[Connection], T],
+        *,
+        write: bool = False,
+        attempts: int = 1,
+        single: bool = True,
     ) -> T:
         with self._errors():
             engine = await self._async_engine()
             for attempt in range(1, attempts + 1):
                 try:
                     async with self._aserial or nullcontext(), engine.connect() as conn:
-                        await conn.execution_options(**{WRITE_OPTION: write})
+                        await conn.execution_options(**self._options(write, single))
                         async with conn.begin():
                             return await conn.run_sync(op)
                 except IntegrityError:
@@ -410,11 +432,11 @@ class SummaryStore:
         Returns:
             One sentence per problem found; an empty list when the store is sound.
         """
-        return self._run(find_problems)
+        return self._run(find_problems, single=False)
 
     async def acheck_integrity(self) -> list[str]:
         """Async :meth:`check_integrity`."""
-        return await self._arun(find_problems)
+        return await self._arun(find_problems, single=False)
 
 
 def _failure(
@@ -426,15 +448,3 @@ def _failure(
 def _calibration(thread_id: str, namespace: str, ratio: float) -> Callable[[Connection], None]:
     check_calibration(ratio)  # before any database work
     return lambda conn: _tables.set_calibration(conn, thread_id, namespace, ratio)
-
-
-async def _dispose_from_other_loop(engine: AsyncEngine) -> None:
-    """Close an async engine built on a previous event loop.
-
-    aiosqlite and psycopg connections can be closed from a new loop; should a driver refuse,
-    the pool is dropped unclosed instead, since its loop may already be gone.
-    """
-    try:
-        await engine.dispose()
-    except Exception:
-        await engine.dispose(close=False)
