@@ -134,8 +134,8 @@ def database(backend: str, pg_url: str) -> Iterator[str]:
 
 def populate(url: str, threads: int, versions: int, label: str) -> None:
     """Bulk-insert threads x versions summaries, each the update of the one before."""
-    SummaryStore(url).close()  # creates the schema through the migrations
-    SummaryStore(url).list_summaries("warm-up")
+    with SummaryStore(url) as store:
+        store.list_summaries("warm-up")  # creates the schema through the migrations
     engine = create_engine(derive_urls(url)[0])
     total, done, started = threads * versions, 0, time.perf_counter()
     stamp = datetime.now(UTC)
