@@ -36,8 +36,9 @@ tokens with that counter. LangMem has neither a keep window nor a trim setting: 
 and ``max_summary_tokens`` = the cap; it keeps what follows the summarized chunk.
 
 Figures per system and workload: per-call time (median, p95) of the replay; summarizer calls
-and input tokens per 100 turns; peak and mean model-input tokens; the share of turns without a
-summarizer call whose input extends the previous input byte for byte (each message as OpenAI
+and input tokens per 100 turns; peak and mean model-input tokens; compaction turns (the
+system summarized or rewrote its state; "canned": it did so without a summarizer call); the
+share of the other turns whose input extends the previous input byte for byte (each message as OpenAI
 receives it, ``convert_to_openai_messages`` as sorted JSON); turns whose input breaks OpenAI's
 tool-pair rule (``tool_pair_violations``); whether the full history survives (the history the
 system keeps, by message id, equals the true one).
@@ -179,10 +180,12 @@ class Compaction:
         )
         self.config = {"configurable": {"thread_id": thread}}
         self.kept: list[BaseMessage] = []
+        self.compacted = False
 
     def prepare(self, history: list[BaseMessage]) -> list[AnyMessage]:
         output = self.graph.invoke({"messages": history}, self.config)
         self.kept = history  # it never writes `messages`: the caller's history is the state
+        self.compacted = output["compaction"].action not in ("passthrough", "reused")
         result: list[AnyMessage] = output["llm_input_messages"]
         return result
 
@@ -205,6 +208,7 @@ class LangChainMiddleware:
         self.system: list[AnyMessage] = []
         self.seen = 0
         self.kept = self.state
+        self.compacted = False
 
     def append(self, history: list[BaseMessage]) -> None:
         """What the agent's reducer does between calls: the new real messages join the state."""
@@ -216,6 +220,7 @@ class LangChainMiddleware:
 
     def prepare(self, history: list[BaseMessage]) -> list[AnyMessage]:
         update = self.middleware.before_model({"messages": self.state}, None)  # type: ignore[arg-type]
+        self.compacted = bool(update)
         if update:
             self.state = add_messages(self.state, update["messages"])
         self.kept = self.state
@@ -230,6 +235,7 @@ class LangMem:
         self.trigger = workload.trigger
         self.running: Any = None
         self.kept: list[BaseMessage] = []
+        self.compacted = False
 
     def prepare(self, history: list[BaseMessage]) -> list[AnyMessage]:
         from langmem.short_term import summarize_messages
@@ -243,6 +249,7 @@ class LangMem:
             max_summary_tokens=SUMMARY_CAP,
             token_counter=count_tokens,
         )
+        self.compacted = result.running_summary is not self.running
         self.running = result.running_summary
         self.kept = history  # it returns a new list; the caller keeps its history
         return result.messages
@@ -267,6 +274,8 @@ class Replay:
     turns: int = 0
     summary_calls: int = 0
     summary_input_tokens: int = 0
+    compaction_turns: int = 0
+    canned_summaries: int = 0
     plain_turns: int = 0
     stable_turns: int = 0
     violation_turns: int = 0
@@ -314,7 +323,11 @@ def replay(system: str, workload: Workload, store: SummaryStore, tag: str) -> Re
             if tool_pair_violations(model_input):
                 result.violation_turns += 1
             rendered = serialize(model_input)
-            if runner.summarizer.calls == before and previous is not None:
+            result.compaction_turns += runner.compacted
+            # A compaction without a summarizer call: LangChain's middleware writes
+            # "Previous conversation was too long to summarize." when its trim leaves nothing.
+            result.canned_summaries += runner.compacted and runner.summarizer.calls == before
+            if not runner.compacted and runner.summarizer.calls == before and previous:
                 result.plain_turns += 1
                 result.stable_turns += rendered[: len(previous)] == previous
             previous = rendered
@@ -437,6 +450,8 @@ def summarize_replay(r: Replay) -> dict[str, Any]:
         "turns": r.turns,
         "median_ms": statistics.median(r.times_ms),
         "p95_ms": p95(r.times_ms),
+        "compaction_turns": r.compaction_turns,
+        "compactions_without_summarizer": r.canned_summaries,
         "summary_calls_per_100_turns": r.summary_calls * per100,
         "summary_input_tokens_per_100_turns": r.summary_input_tokens * per100,
         "peak_input_tokens": max(r.input_tokens),
@@ -471,16 +486,18 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"Run {report['started']}, {'quick' if report['quick'] else 'full'} mode, "
         f"langchain {report['versions']['langchain']}, langmem {report['versions']['langmem']}.",
         "",
-        "| workload | system | turns | median ms | p95 ms | sum calls /100 turns "
-        "| sum input tok /100 turns | peak input tok | mean input tok | stable turns "
-        "| pair-violation turns | full history kept |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| workload | system | turns | median ms | p95 ms | compactions (canned) "
+        "| sum calls /100 turns | sum input tok /100 turns | peak input tok | mean input tok "
+        "| stable turns | pair-violation turns | full history kept |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for workload, systems in report["replay"].items():
         for system, s in systems.items():
             lines.append(
                 f"| {workload} | {system} | {s['turns']} | {s['median_ms']:.2f} | "
-                f"{s['p95_ms']:.2f} | {s['summary_calls_per_100_turns']:.1f} | "
+                f"{s['p95_ms']:.2f} | {s['compaction_turns']} "
+                f"({s['compactions_without_summarizer']}) | "
+                f"{s['summary_calls_per_100_turns']:.1f} | "
                 f"{s['summary_input_tokens_per_100_turns']:,.0f} | {s['peak_input_tokens']:,} | "
                 f"{s['mean_input_tokens']:,.0f} | {s['stable_share']:.1%} of "
                 f"{s['plain_turns']} | {s['violation_turns']} | "
