@@ -156,7 +156,11 @@ def precompact_step(
     if newest is not None and (in_use is None or newest.version > in_use.version):
         return None  # another call or worker prepared it
     work.matching = newest
-    work.plan = plan_partition(runtime, work, in_use)
+    # Turns keep arriving until the trigger fires (about 1 - precompact_ratio of it): leave
+    # room for them, so the prepared summary lands where one made then would.
+    config = runtime.config
+    headroom = max(config.headroom_ratio - (1 - (config.precompact_ratio or 1)), 0.1)
+    work.plan = plan_partition(runtime, work, in_use, headroom)
     if work.plan is None:
         return None
     return (yield from summarize_step(runtime, work))

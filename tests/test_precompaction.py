@@ -146,9 +146,13 @@ def test_a_failed_background_summary_stores_nothing_and_counts_as_a_failure(
     broken = RecordingSummarizer(fail_with=RuntimeError("provider down"))
     graph = create_compaction_graph({**CONFIG, "max_failures": 1}, model=broken, store=store)
     messages: list[BaseMessage] = chat(1)
-    for turn in range(8):
+    for turn in range(9):
         messages = _reply(_turn(messages, turn), turn)
         graph.invoke({"messages": messages}, THREAD)
+        time.sleep(0.05)
+    deadline = time.monotonic() + 5
+    while store.thread_state("t", "default").consecutive_failures == 0:
+        assert time.monotonic() < deadline, "the background summary never ran"
         time.sleep(0.05)
     assert broken.call_count >= 1
     assert store.list_summaries("t") == []

@@ -222,10 +222,19 @@ def _callers_of(messages: Sequence[BaseMessage], results: Sequence[int]) -> set[
 
 
 def plan_partition(
-    runtime: CompactionRuntime, work: CallWork, previous: SummaryRecord | None
+    runtime: CompactionRuntime,
+    work: CallWork,
+    previous: SummaryRecord | None,
+    headroom: float | None = None,
 ) -> Partition | None:
-    """Choose the new cutoff and what is rescued; None when nothing more can be evicted."""
+    """Choose the new cutoff and what is rescued; None when nothing more can be evicted.
+
+    ``headroom`` overrides ``headroom_ratio``: a summary prepared ahead of time leaves room
+    for the turns that still come before the trigger fires.
+    """
     messages, scan, config = work.messages, work.scan, runtime.config
+    if headroom is None:
+        headroom = config.headroom_ratio
     start = previous.covered_messages if previous else work.lead
     units = split_tool_units(messages, start)
     if len(units) < 2:
@@ -241,7 +250,7 @@ def plan_partition(
     for candidate in candidates:
         rescued = _rescue(messages, scan, config, start, candidate, latest_user, old_skills)
         tokens, count, refine = _count_check(runtime, work, candidate, rescued, summary_tokens)
-        if _within_headroom(runtime.thresholds, config.headroom_ratio, tokens, count, refine):
+        if _within_headroom(runtime.thresholds, headroom, tokens, count, refine):
             cutoff = candidate
             break
     else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
@@ -28,6 +28,7 @@ __all__ = [
     "build_sync_engine",
     "derive_urls",
     "describe_error",
+    "dispose_at_loop_shutdown",
     "dispose_from_other_loop",
     "is_memory",
     "mask_url",
@@ -159,6 +160,19 @@ def build_async_engine(url: URL) -> AsyncEngine:
     engine = create_async_engine(url, poolclass=pool, connect_args={"timeout": BUSY_TIMEOUT_S})
     _install_sqlite_hooks(engine.sync_engine, url, wal=True)
     return engine
+
+
+async def dispose_at_loop_shutdown(engine: AsyncEngine) -> AsyncGenerator[None, None]:
+    """Close an engine's pool when its event loop shuts down.
+
+    Started once and left suspended: ``asyncio.run`` (like any loop that finalizes async
+    generators on its way out) closes it, and the pool is disposed on its own loop, so no
+    driver connection outlives the loop it belongs to.
+    """
+    try:
+        yield
+    finally:
+        await engine.dispose()
 
 
 async def dispose_from_other_loop(engine: AsyncEngine) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from types import TracebackType
 from typing import Any, TypeVar
@@ -29,6 +29,7 @@ from langgraph_compaction.store._engine import (
     build_sync_engine,
     derive_urls,
     describe_error,
+    dispose_at_loop_shutdown,
     dispose_from_other_loop,
     is_memory,
     mask_url,
@@ -100,6 +101,8 @@ class SummaryStore:
         self._engine: Engine | None = None
         self._aengine: AsyncEngine | None = None
         self._aloop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self._acloser: AsyncGenerator[None, None] | None = None
+        """Keeps the loop-shutdown hook of the current async engine alive."""
         self._aserial: asyncio.Lock | None = None
         self._aschema_ready = False
 
@@ -150,14 +153,17 @@ class SummaryStore:
     async def _async_engine(self) -> AsyncEngine:
         loop = asyncio.get_running_loop()
         with self._lock:
-            stale = None
+            stale, built = None, False
             if self._aengine is not None and (self._aloop is None or self._aloop() is not loop):
                 stale, self._aengine = self._aengine, None
             if self._aengine is None:
-                self._aengine = build_async_engine(self._async_url)
+                self._aengine, built = build_async_engine(self._async_url), True
                 self._aloop, self._aschema_ready = weakref.ref(loop), False
                 self._aserial = asyncio.Lock() if is_memory(self._async_url) else None
             engine = self._aengine
+        if built:
+            self._acloser = dispose_at_loop_shutdown(engine)
+            await anext(self._acloser)
         if stale is not None:
             await dispose_from_other_loop(stale)
         if not self._aschema_ready:
