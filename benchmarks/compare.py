@@ -38,10 +38,10 @@ and ``max_summary_tokens`` = the cap; it keeps what follows the summarized chunk
 Figures per system and workload: per-call time (median, p95) of the replay; summarizer calls
 and input tokens per 100 turns; peak and mean model-input tokens; compaction turns (the
 system summarized or rewrote its state; "canned": it did so without a summarizer call); the
-share of the other turns whose input extends the previous input byte for byte (each message as OpenAI
-receives it, ``convert_to_openai_messages`` as sorted JSON); turns whose input breaks OpenAI's
-tool-pair rule (``tool_pair_violations``); whether the full history survives (the history the
-system keeps, by message id, equals the true one).
+share of the other turns whose input extends the previous input byte for byte (each message as
+OpenAI receives it, ``convert_to_openai_messages`` as sorted JSON); turns whose input breaks
+OpenAI's tool-pair rule (``tool_pair_violations``); whether the full history survives (the
+history the system keeps, by message id, equals the true one).
 
 Growth: each workload's turns are repeated (every message and tool-call id gets a ``~<k>``
 suffix per copy, so ids stay unique) to histories of 100, 1,000 and 10,000 messages. Each
