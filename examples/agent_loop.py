@@ -64,16 +64,16 @@ from langgraph_compaction._demo_data import (
 )
 
 LOCAL_MODEL_ENV = "COMPACTION_LOCAL_MODEL_URL"
-MAX_SUMMARY_TOKENS = 200
+MAX_SUMMARY_TOKENS = 128
 
 
 def demo_config(extra_parameters: dict[str, Any] | None = None) -> CompactionConfig:
     """Small numbers so the 36 turns compact a few times and fit a 4,096-token local model."""
     return CompactionConfig(
         trigger={"type": "tokens", "value": 2500},
-        keep={"type": "messages", "value": 6},
-        headroom_ratio=0.5,  # land well below the trigger, so summaries are few and reused
-        trim_tokens_to_summarize=1800,  # one summary call stays inside the local model's window
+        keep={"type": "messages", "value": 14},
+        headroom_ratio=0.75,  # land well below the trigger, so summaries are few and reused
+        trim_tokens_to_summarize=2000,  # one summary call stays inside the local model's window
         max_summary_tokens=MAX_SUMMARY_TOKENS,
         parameters=extra_parameters or {},
     )
@@ -103,7 +103,7 @@ def pick_summarizer() -> Summarizer:
         # llama-cpp-python's server ignores max_completion_tokens, which ChatOpenAI sends for
         # max_tokens: the cap must travel in the body as max_tokens.
         parameters = {"extra_body": {"max_tokens": MAX_SUMMARY_TOKENS}}
-        return Summarizer(model, f"local SmolLM2-135M-Instruct at {local_url}", parameters)
+        return Summarizer(model, "local SmolLM2-135M-Instruct (llama-cpp-python)", parameters)
     if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
         name = os.environ.get("OPENAI_MODEL", "gpt-4.1-mini")
         return Summarizer(ChatOpenAI(model=name, temperature=0), f"OpenAI-compatible {name}", {})
@@ -281,6 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         data_dir.mkdir(parents=True, exist_ok=True)
         summarizer = pick_summarizer()
         print(f"summarizer: {summarizer.label}")
+        if os.environ.get(LOCAL_MODEL_ENV):
+            print(f"local model server: {os.environ[LOCAL_MODEL_ENV]}")
         print(f"summary store: {args.store_url or data_dir / 'summaries.db'}")
         turns = () if args.say else DEMO_TURNS[: args.turns]
         agent_model = ReplayAgent(turns)

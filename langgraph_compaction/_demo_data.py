@@ -100,10 +100,7 @@ def search_logs(query: str, day: str) -> str:
     lines = []
     for n in range(14):
         stamp = f"{day}T02:{15 + n // 3:02d}:{(n * 7) % 60:02d}Z nightly-orders-export"
-        rows = 5000 - (n * 37) % 400
-        lines.append(f"{stamp} batch={n + 1} fetch rows={rows} from=orders replica=shop-ro-2")
-        lines.append(f"{stamp} batch={n + 1} convert rows={rows} currencies=EUR,USD,GBP,CHF")
-        lines.append(f"{stamp} batch={n + 1} write rows={rows} file=/exports/orders.csv status=ok")
+        lines.append(f"{stamp} batch={n + 1} rows={5000 - (n * 37) % 400} status=ok")
     lines.append(
         f"{day}T02:21:40Z nightly-orders-export ERROR KeyError: 'SEK' "
         "at etl/currency.py:5 in to_eur (order id 884213, customer 19207)"
@@ -123,7 +120,7 @@ def query_db(sql: str) -> str:
     rows = [
         f"{884200 + n} | {19000 + n * 13} | {round(20 + n * 7.31, 2):>7} | "
         f"{('EUR', 'SEK', 'USD', 'GBP')[n % 4]} | 2025-03-1{n % 3 + 2}T0{n % 9}:12:00Z"
-        for n in range(32)
+        for n in range(10)
     ]
     return "id | customer_id | total | currency | created_at\n" + "\n".join(rows)
 
@@ -257,10 +254,10 @@ DEMO_TURNS: tuple[DemoTurn, ...] = (
     ),
     _T(
         "Let me see a sample of yesterday's orders, including SEK ones.",
-        "Here is a sample of 16 orders from 884200 on; every fourth one is SEK. Totals look "
+        "Here is a sample of 10 orders from 884200 on; every fourth one is SEK. Totals look "
         "like normal basket sizes, nothing suspicious in the data itself.",
         "query_db",
-        {"sql": "SELECT * FROM orders WHERE id >= 884200 LIMIT 16"},
+        {"sql": "SELECT * FROM orders WHERE id >= 884200 LIMIT 10"},
     ),
     _T(
         "OK. Write the change to currency.py: SEK rate plus the clearer error.",
