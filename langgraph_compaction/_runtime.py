@@ -89,6 +89,8 @@ class CompactionRuntime:
     calibration_dirty: set[tuple[str, str]] = field(default_factory=set)
     last_sent: dict[tuple[str, str], tuple[int, str | None, int]] = field(default_factory=dict)
     """Per thread: (index of the last history message sent, its id, estimated tokens)."""
+    in_use: dict[tuple[str, str], SummaryRecord] = field(default_factory=dict)
+    """Per thread: the summary this process served last (the reuse fast path)."""
     rescued_positions: dict[str, tuple[int, ...]] = field(default_factory=dict)
     summary_messages: dict[str, tuple[HumanMessage, int]] = field(default_factory=dict)
     prune_epochs: dict[tuple[str, str, str], Any] = field(default_factory=dict)

@@ -26,9 +26,9 @@ from ._state import CompactionInput, CompactionOutput, CompactionState, WorkingS
 from ._tokens import TokenCounter
 from .nodes.assemble import assemble
 from .nodes.measure import measure
-from .nodes.partition import Partition, partition_step
+from .nodes.partition import Partition, compressed_triggers, partition_step, still_serves
 from .nodes.prune import apply_pruning, prune
-from .nodes.summarize import summarize_step
+from .nodes.summarize import Outcome, summarize_step
 from .store import SummaryStore
 
 __all__ = ["build_graph", "create_compaction_graph"]
@@ -94,7 +94,17 @@ def build_graph(
     def measured(state: WorkingState, config: RunnableConfig, use_loop: bool) -> Update:
         work, report = measure(runtime, state["messages"], config)
         if report is None:
-            return {"work": work}
+            assert work is not None
+            record = still_serves(runtime, work)
+            if record is None:
+                return {"work": work}
+            work.outcome = Outcome("reused", record)  # served from memory: assemble now
+            if runtime.precompact_thresholds and compressed_triggers(
+                runtime, work, record, runtime.precompact_thresholds
+            ):
+                start_precompaction(runtime, work, record, use_loop=use_loop)
+            apply_pruning(runtime, work)
+            return _assembled(runtime, work)
         if work is not None:  # passes through, but nears a trigger
             start_precompaction(runtime, work, None, use_loop=use_loop)
         return {"llm_input_messages": state["messages"], "compaction": report}
@@ -152,7 +162,7 @@ def build_graph(
         return assemble_node(state)
 
     def after_measure(state: WorkingState) -> Literal["prune", "__end__"]:
-        return "prune" if state.get("work") is not None else "__end__"
+        return "__end__" if "llm_input_messages" in state else "prune"
 
     def after_prune(state: WorkingState) -> Literal["partition", "__end__"]:
         return "__end__" if "llm_input_messages" in state else "partition"
@@ -177,5 +187,8 @@ def build_graph(
 
 
 def _assembled(runtime: CompactionRuntime, work: CallWork, pruned_only: bool = False) -> Update:
-    messages, report = assemble(runtime, work, work.outcome, pruned_only=pruned_only)
+    outcome = work.outcome
+    if outcome is not None and outcome.record is not None and outcome.action != "failed":
+        runtime.remember(runtime.in_use, work.key, outcome.record)
+    messages, report = assemble(runtime, work, outcome, pruned_only=pruned_only)
     return {"llm_input_messages": messages, "compaction": report}

@@ -31,6 +31,7 @@ __all__ = [
     "partition_step",
     "plan_partition",
     "rescued_positions",
+    "still_serves",
     "summary_fits",
 ]
 
@@ -141,6 +142,18 @@ def summary_fits(runtime: CompactionRuntime, work: CallWork, record: SummaryReco
         return False
     rescued = rescued_positions(runtime, record, work.messages)
     return not pruned_summary_triggers(runtime, work, record, rescued)
+
+
+def still_serves(runtime: CompactionRuntime, work: CallWork) -> SummaryRecord | None:
+    """The summary this process served the thread last, if it can serve this call as well.
+
+    Contexts only grow, so a summary that matches and fits is the one the store lookup would
+    pick too; the call then needs no store access and no further node.
+    """
+    record = runtime.in_use.get(work.key)
+    if record is None or not find_matching_summaries([record], work.messages, work.scan):
+        return None
+    return record if summary_fits(runtime, work, record) else None
 
 
 def _within_headroom(
