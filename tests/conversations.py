@@ -13,7 +13,9 @@ def chat(
     """``turns`` user/assistant pairs of about ``size`` characters each, with stable ids."""
     messages: list[BaseMessage] = [SystemMessage("You are helpful.", id="sys")] if system else []
     for turn in range(turns):
-        messages.append(HumanMessage(f"{prefix}question {turn} " + "q" * size, id=f"{prefix}h{turn}"))
+        messages.append(
+            HumanMessage(f"{prefix}question {turn} " + "q" * size, id=f"{prefix}h{turn}")
+        )
         messages.append(AIMessage(f"{prefix}answer {turn} " + "a" * size, id=f"{prefix}a{turn}"))
     return messages
 

@@ -56,7 +56,9 @@ def test_every_trigger_type_resolves_against_the_window() -> None:
         (1000, 50, 7, ("tokens>=1000", "messages>=50", "messages_to_refine>=7")),
     ],
 )
-def test_triggers_fire_on_any_one(tokens: int, messages: int, refine: int, fired: tuple[str, ...]) -> None:
+def test_triggers_fire_on_any_one(
+    tokens: int, messages: int, refine: int, fired: tuple[str, ...]
+) -> None:
     thresholds = resolve_thresholds(
         _sizes(("tokens", 1000), ("messages", 50), ("messages_to_refine", 7)), None, None
     )
@@ -77,7 +79,13 @@ def test_null_trigger_fires_when_the_budget_is_reached() -> None:
         ({"trigger": {"type": "fraction", "value": 0.5}}, "trigger fraction"),
         ({"trigger": {"type": "token_ratio", "value": 0.5}}, "trigger token_ratio"),
         ({"trigger": {"type": "remaining_tokens", "value": 100}}, "trigger remaining_tokens"),
-        ({"trigger": {"type": "tokens", "value": 100}, "keep": {"type": "fraction", "value": 0.2}}, "keep"),
+        (
+            {
+                "trigger": {"type": "tokens", "value": 100},
+                "keep": {"type": "fraction", "value": 0.2},
+            },
+            "keep",
+        ),
     ],
 )
 def test_missing_window_fails_when_the_graph_is_built(
@@ -192,7 +200,9 @@ def test_steady_state_counts_only_new_messages(store: SummaryStore) -> None:
 
 def test_an_edited_message_is_counted_again(store: SummaryStore) -> None:
     graph = create_compaction_graph(
-        {"trigger": {"type": "tokens", "value": 1_000_000}}, model=RecordingSummarizer(), store=store
+        {"trigger": {"type": "tokens", "value": 1_000_000}},
+        model=RecordingSummarizer(),
+        store=store,
     )
     messages = chat(5)
     before = graph.invoke({"messages": messages}, THREAD)["compaction"].tokens_before
