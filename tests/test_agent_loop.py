@@ -28,14 +28,14 @@ def _run(*args: str) -> str:
 
 
 def test_agent_loop_streams_compaction_and_a_second_process_reuses(tmp_path: Path) -> None:
-    first = _run("--data-dir", str(tmp_path), "--turns", "12")
+    first = _run("--data-dir", str(tmp_path), "--turns", "16")
     assert "summarizer: offline stand-in" in first
     actions = re.findall(r"^turn +\d+\.\d +(\w+) ", first, flags=re.MULTILINE)
     assert actions.index("summarized") < actions.index("reused")
     assert ">> context_compacting" in first and ">> context_compacted" in first
-    assert "the checkpoint holds 36 messages" in first  # 12 turns, 6 of them with a tool call
+    assert "the checkpoint holds 46 messages" in first  # 16 turns, 7 of them with a tool call
 
     second = _run("--data-dir", str(tmp_path), "--say", "Thanks!")
-    assert re.search(r"^turn 13\.1 +reused ", second, flags=re.MULTILINE), second
+    assert re.search(r"^turn 17\.1 +reused ", second, flags=re.MULTILINE), second
     assert "1 model calls, 0 summary calls" in second
-    assert "the checkpoint holds 38 messages" in second
+    assert "the checkpoint holds 48 messages" in second
