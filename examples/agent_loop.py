@@ -64,16 +64,16 @@ from langgraph_compaction._demo_data import (
 )
 
 LOCAL_MODEL_ENV = "COMPACTION_LOCAL_MODEL_URL"
-MAX_SUMMARY_TOKENS = 128
+MAX_SUMMARY_TOKENS = 96
 
 
 def demo_config(extra_parameters: dict[str, Any] | None = None) -> CompactionConfig:
     """Small numbers so the 36 turns compact a few times and fit a 4,096-token local model."""
     return CompactionConfig(
-        trigger={"type": "tokens", "value": 2500},
-        keep={"type": "messages", "value": 14},
+        trigger={"type": "tokens", "value": 2800},
+        keep={"type": "messages", "value": 20},
         headroom_ratio=0.75,  # land well below the trigger, so summaries are few and reused
-        trim_tokens_to_summarize=2000,  # one summary call stays inside the local model's window
+        trim_tokens_to_summarize=2000,  # one call stays well inside the local model's 4,096 tokens
         max_summary_tokens=MAX_SUMMARY_TOKENS,
         parameters=extra_parameters or {},
     )

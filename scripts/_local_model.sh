@@ -49,7 +49,10 @@ start_local_model() {
     port="$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
     url="http://127.0.0.1:$port/v1"
     echo "Starting the local model server on $url (log: $log)"
-    "$python" -m llama_cpp.server --model "$model" --model_alias smollm2 \
+    # OpenMP threads that spin while they wait for a busy core slow llama.cpp down tenfold on a
+    # shared machine; passive waiting costs a few percent when the cores are free.
+    OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}" \
+        "$python" -m llama_cpp.server --model "$model" --model_alias smollm2 \
         --n_ctx "$LOCAL_MODEL_CONTEXT" --n_threads "${LOCAL_MODEL_THREADS:-2}" \
         --n_threads_batch "${LOCAL_MODEL_THREADS:-2}" \
         --host 127.0.0.1 --port "$port" >"$log" 2>&1 &

@@ -28,14 +28,14 @@ def _run(*args: str) -> str:
 
 
 def test_agent_loop_streams_compaction_and_a_second_process_reuses(tmp_path: Path) -> None:
-    first = _run("--data-dir", str(tmp_path), "--turns", "16")
+    first = _run("--data-dir", str(tmp_path), "--turns", "18")
     assert "summarizer: offline stand-in" in first
     actions = re.findall(r"^turn +\d+\.\d +(\w+) ", first, flags=re.MULTILINE)
     assert actions.index("summarized") < actions.index("reused")
     assert ">> context_compacting" in first and ">> context_compacted" in first
-    assert "the checkpoint holds 46 messages" in first  # 16 turns, 7 of them with a tool call
+    assert "the checkpoint holds 52 messages" in first  # 18 turns, 8 of them with a tool call
 
     second = _run("--data-dir", str(tmp_path), "--say", "Thanks!")
-    assert re.search(r"^turn 17\.1 +reused ", second, flags=re.MULTILINE), second
+    assert re.search(r"^turn 19\.1 +reused ", second, flags=re.MULTILINE), second
     assert "1 model calls, 0 summary calls" in second
-    assert "the checkpoint holds 48 messages" in second
+    assert "the checkpoint holds 54 messages" in second
