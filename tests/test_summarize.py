@@ -261,3 +261,20 @@ async def test_sync_and_async_give_the_same_inputs(tmp_path) -> None:  # type: i
         messages.append(AIMessage(f"a{turn}", id=f"ans{turn}"))
     assert len(sync_store.list_summaries("t")) == len(await async_store.alist_summaries("t")) > 1
     await async_store.aclose()
+
+
+def test_a_compatible_server_gets_the_cap_it_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    from langchain_openai import ChatOpenAI
+
+    from langgraph_compaction import CompactionConfig
+    from langgraph_compaction.nodes.summarize import _bind
+
+    config = CompactionConfig(max_summary_tokens=77, parameters={"extra_body": {"top_k": 5}})
+    local = ChatOpenAI(model="m", base_url="http://127.0.0.1:9/v1", api_key="unused")
+    kwargs = _bind(local, config).kwargs  # type: ignore[attr-defined]
+    assert kwargs["max_tokens"] == 77
+    assert kwargs["extra_body"] == {"top_k": 5, "max_tokens": 77}
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    hosted = ChatOpenAI(model="m", api_key="unused")
+    assert _bind(hosted, config).kwargs["extra_body"] == {"top_k": 5}  # type: ignore[attr-defined]

@@ -133,8 +133,25 @@ def breaker_open(state: ThreadState | None, message_count: int, config: Compacti
 
 def _bind(model: BaseChatModel, config: CompactionConfig) -> Runnable[Any, BaseMessage]:
     """Cap the output, add the configured parameters, and hide the call from parent streams."""
-    bound = model.bind(**{**config.parameters, "max_tokens": config.max_summary_tokens})
+    parameters = {**config.parameters, "max_tokens": config.max_summary_tokens}
+    if _is_compatible_server(model):
+        # ChatOpenAI sends the cap as max_completion_tokens, which OpenAI-compatible servers
+        # such as llama.cpp's ignore; they read max_tokens from the request body.
+        extra_body = dict(parameters.get("extra_body") or {})
+        extra_body.setdefault("max_tokens", config.max_summary_tokens)
+        parameters["extra_body"] = extra_body
+    bound = model.bind(**parameters)
     return bound.with_config(tags=["nostream"], run_name="compaction_summary")
+
+
+def _is_compatible_server(model: BaseChatModel) -> bool:
+    """A ChatOpenAI pointed at a server other than OpenAI's own."""
+    base_url = getattr(model, "openai_api_base", None)
+    return (
+        type(model).__name__ == "ChatOpenAI"
+        and isinstance(base_url, str)
+        and "api.openai.com" not in base_url
+    )
 
 
 def _model_name(model: BaseChatModel) -> str:
