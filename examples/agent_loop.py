@@ -48,6 +48,7 @@ from pydantic import PrivateAttr
 from typing_extensions import TypedDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _events import describe_event
 from quickstart import TranscriptDigestSummarizer
 
 from langgraph_compaction import (
@@ -208,20 +209,6 @@ def describe(row: CallRow) -> str:
         f"turn {row.turn:>2}.{row.call}  {report.action:<11} "
         f"{report.tokens_before:>6,} -> {report.tokens_after:>5,} tokens  {version}{calls}"
     )
-
-
-def describe_event(event: dict[str, Any]) -> str:
-    if event.get("type") == "context_compacting":
-        return (
-            f"          >> context_compacting: summarizing {event['messages']} messages "
-            f"({event['source_tokens']:,} tokens) in {event['chunks']} call(s)"
-        )
-    if event.get("type") == "context_compacted":
-        return (
-            f"          >> context_compacted: summary v{event['version']}, "
-            f"{event['summary_tokens']:,} tokens"
-        )
-    return f"          >> {event}"
 
 
 def run_turn(

@@ -29,6 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
+from _events import describe_event
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
@@ -211,20 +212,6 @@ def describe(turn: int, call: int, report: CompactionReport) -> str:
         f"turn {turn:>2}.{call}  {report.action:<11} "
         f"{report.tokens_before:>6,} -> {report.tokens_after:>5,} tokens  {version}"
     )
-
-
-def describe_event(event: dict[str, Any]) -> str:
-    if event.get("type") == "context_compacting":
-        return (
-            f"          >> context_compacting: summarizing {event['messages']} messages "
-            f"({event['source_tokens']:,} tokens) in {event['chunks']} call(s)"
-        )
-    if event.get("type") == "context_compacted":
-        return (
-            f"          >> context_compacted: summary v{event['version']}, "
-            f"{event['summary_tokens']:,} tokens"
-        )
-    return f"          >> {event}"
 
 
 def run_turn(graph: Agent, number: int, turn: Turn) -> None:

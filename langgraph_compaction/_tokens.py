@@ -116,10 +116,6 @@ class HistoryIndex:
         self._scans: OrderedDict[tuple[str, str], HistoryScan] = OrderedDict()
         self._lock = threading.Lock()
 
-    def count(self, messages: Sequence[BaseMessage]) -> int:
-        """Count messages without caching (for messages this package builds)."""
-        return sum(self.counter([message]) for message in messages)
-
     def scan(self, key: tuple[str, str], messages: Sequence[BaseMessage]) -> HistoryScan:
         """Scan a history, reusing what is unchanged since this thread's last scan."""
         ids = [m.id for m in messages]
