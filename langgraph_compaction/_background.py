@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._effects import Step, StoreCall, adrive, drive
-from ._runtime import CallWork, CompactionRuntime
+from ._runtime import CallWork, CompactionRuntime, Outcome
 from .nodes.partition import find_matching_summaries, plan_partition
-from .nodes.summarize import Outcome, summarize_step
+from .nodes.summarize import summarize_step
 from .store import SummaryRecord
 
 __all__ = ["BackgroundSummaries", "precompact_step", "start_precompaction"]
@@ -168,7 +168,7 @@ def precompact_step(
 
 def _landed(work: CallWork, outcome: Outcome | None) -> list[Event]:
     """What the thread's next call reports of a finished background job."""
-    if outcome is None or outcome.action == "reused":
+    if outcome is None or outcome.action in ("reused", "kept"):
         return []
     base = {"thread_id": work.thread_id, "background": True}
     if outcome.action == "failed":

@@ -1,12 +1,15 @@
 """I/O at the edges: pipeline steps yield effects, and a sync or async driver runs them.
 
-A step is a generator that yields an effect (a store call or a model call) and receives its
-result, so the decision logic is written once and the sync and async paths differ only in
-the few lines of the drivers below.
+A step is a generator that yields an effect (a store call, a model call, a pause, a wait for
+another call's summary) and receives its result, so the decision logic is written once and
+the sync and async paths differ only in the few lines of each effect's two runners: the
+async runners never block the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -14,9 +17,19 @@ from typing import Any, TypeVar
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 
+from ._flights import Flight
 from .store import SummaryStore
 
-__all__ = ["Effect", "ModelCall", "Step", "StoreCall", "adrive", "drive"]
+__all__ = [
+    "Effect",
+    "ModelCall",
+    "Sleep",
+    "Step",
+    "StoreCall",
+    "WaitFlight",
+    "adrive",
+    "drive",
+]
 
 T = TypeVar("T")
 
@@ -49,7 +62,34 @@ class ModelCall:
         return await self.model.ainvoke(self.prompt)
 
 
-Effect = StoreCall | ModelCall
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    """Pause before a retry or the next look at another worker's lease."""
+
+    seconds: float
+
+    def run(self, store: SummaryStore) -> None:
+        time.sleep(self.seconds)
+
+    async def arun(self, store: SummaryStore) -> None:
+        await asyncio.sleep(self.seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class WaitFlight:
+    """Wait until another call of this process has made the summary; False on timeout."""
+
+    flight: Flight
+    timeout: float
+
+    def run(self, store: SummaryStore) -> bool:
+        return self.flight.wait(self.timeout)
+
+    async def arun(self, store: SummaryStore) -> bool:
+        return await self.flight.await_(self.timeout)
+
+
+Effect = StoreCall | ModelCall | Sleep | WaitFlight
 Step = Generator[Effect, Any, T]
 
 
@@ -66,6 +106,8 @@ def drive(step: Step[T], store: SummaryStore) -> T:
                 effect = step.send(result)
     except StopIteration as stop:
         return stop.value  # type: ignore[no-any-return]
+    finally:
+        step.close()  # a step abandoned midway (cancelled, interrupted) runs its cleanup
 
 
 async def adrive(step: Step[T], store: SummaryStore) -> T:
@@ -81,3 +123,5 @@ async def adrive(step: Step[T], store: SummaryStore) -> T:
                 effect = step.send(result)
     except StopIteration as stop:
         return stop.value  # type: ignore[no-any-return]
+    finally:
+        step.close()

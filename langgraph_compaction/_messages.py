@@ -9,10 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages.utils import convert_to_messages
+
+from ._exceptions import CompactionInputError
 
 __all__ = [
     "SUMMARY_NAME",
     "SUMMARY_PREFIX",
+    "coerce_messages",
     "count_leading_system",
     "ensure_tool_pairs",
     "find_latest_user_index",
@@ -24,6 +28,51 @@ __all__ = [
 SUMMARY_NAME = "summary"
 SUMMARY_PREFIX = "Here is a summary of the conversation to date:\n\n"
 _MISSING_RESULT = "[no tool result was recorded for this call]"
+
+
+_EXPECTED = (
+    "a list of messages: BaseMessage objects, message dicts such as "
+    '{"role": "user", "content": "..."}, or (role, content) tuples, as add_messages accepts'
+)
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
+
+
+def coerce_messages(state: object) -> list[BaseMessage]:
+    """The input's ``messages`` as message objects, converted like ``add_messages`` does.
+
+    Raises:
+        CompactionInputError: the key is missing, or the value or one item is not a message.
+    """
+    if not isinstance(state, dict) or "messages" not in state:
+        raise CompactionInputError(
+            f"the compaction input has no 'messages' key; expected {_EXPECTED}"
+        )
+    value = state["messages"]
+    if not isinstance(value, list | tuple):
+        raise CompactionInputError(f"'messages' is {_shown(value)}; expected {_EXPECTED}")
+    if all(isinstance(item, BaseMessage) for item in value):
+        return value if isinstance(value, list) else list(value)
+    converted: list[BaseMessage] = []
+    for index, item in enumerate(value):
+        if isinstance(item, BaseMessage):
+            converted.append(item)
+            continue
+        if not isinstance(item, dict | tuple | list | str):
+            raise CompactionInputError(
+                f"'messages'[{index}] is {_shown(item)}; expected {_EXPECTED}"
+            )
+        try:
+            converted.extend(convert_to_messages([item]))
+        except (ValueError, TypeError, NotImplementedError, KeyError) as exc:
+            raise CompactionInputError(
+                f"'messages'[{index}] is {_shown(item)}, which is not a message ({exc}); "
+                f"expected {_EXPECTED}"
+            ) from exc
+    return converted
 
 
 def count_leading_system(messages: Sequence[BaseMessage]) -> int:

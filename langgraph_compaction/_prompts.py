@@ -16,6 +16,8 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
     "DEFAULT_UPDATE_PROMPT",
+    "delimiters_of",
+    "escape_for",
     "fill_prompt",
     "render_transcript",
 ]
@@ -61,13 +63,35 @@ Constraints & Preferences, Progress, Key Decisions, Next Steps, Critical Context
 identifier verbatim. Reply with the updated summary only."""
 
 
-def _escape(text: str) -> str:
-    """Stop transcript text from closing or opening the prompt's delimiters."""
-    return (
-        text.replace(_CLOSE, "<\\/conversation>")
-        .replace(_OPEN, "<\\conversation>")
-        .replace("</summary>", "<\\/summary>")
-    )
+_TAG = re.compile(r"</?\s*([A-Za-z][\w.:-]*)[^<>]*>")
+_FENCES = ("```", '"""', "'''")
+
+
+def delimiters_of(template: str) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The tag names and fences a template uses, which transcript text must not reproduce.
+
+    Any tag of the template counts, not only the pair around ``{messages}``: a transcript that
+    closed ``<summary>`` early could inject text as well as one that closes the transcript's own.
+    """
+    tags = frozenset(match.group(1).lower() for match in _TAG.finditer(template))
+    return tags, tuple(fence for fence in _FENCES if fence in template)
+
+
+def escape_for(text: str, tags: frozenset[str], fences: Sequence[str]) -> str:
+    """Text that cannot open or close the given tags (any case, any attributes) or fences.
+
+    A tag keeps its name readable for the summarizer: ``</messages>`` becomes ``<\\/messages>``.
+    """
+    if tags:
+        text = _TAG.sub(
+            lambda match: (
+                "<\\" + match.group(0)[1:] if match.group(1).lower() in tags else match.group(0)
+            ),
+            text,
+        )
+    for fence in fences:
+        text = text.replace(fence, f"{fence[0]}\\{fence[1:]}")
+    return text
 
 
 def _message_text(message: BaseMessage) -> str:
@@ -85,19 +109,24 @@ def _role(message: BaseMessage) -> str:
 
 
 def render_transcript(messages: Sequence[BaseMessage]) -> str:
-    """Render messages as escaped ``role: text`` lines for a summary prompt."""
-    return "\n\n".join(f"{_role(m)}: {_escape(_message_text(m))}" for m in messages)
+    """Render messages as ``role: text`` lines; :func:`fill_prompt` escapes them."""
+    return "\n\n".join(f"{_role(m)}: {_message_text(m)}" for m in messages)
 
 
 def fill_prompt(template: str, transcript: str, summary: str | None = None) -> str:
     """Put the transcript (and a previous summary) into a template, in one pass.
 
+    Both are escaped against the delimiters of the template they go into (its tags, any case,
+    and its fences), so no message can close the transcript early, whatever the template.
     A template without ``{messages}`` gets the transcript placed before it; an update
     template without ``{summary}`` gets the previous summary at the head of the transcript.
     """
-    if summary is not None and "{summary}" not in template:
-        transcript = f"previous summary: {_escape(summary)}\n\n{transcript}"
     if "{messages}" not in template:
         template = f"{_OPEN}\n{{messages}}\n{_CLOSE}\n\n{template}"
-    values = {"messages": transcript, "summary": _escape(summary or "")}
+    tags, fences = delimiters_of(template)
+    escaped_summary = escape_for(summary or "", tags, fences)
+    transcript = escape_for(transcript, tags, fences)
+    if summary is not None and "{summary}" not in template:
+        transcript = f"previous summary: {escaped_summary}\n\n{transcript}"
+    values = {"messages": transcript, "summary": escaped_summary}
     return _PLACEHOLDER.sub(lambda match: values[match.group(1)], template)

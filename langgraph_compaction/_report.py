@@ -34,9 +34,12 @@ class CompactionReport:
     """What one call of the compaction pipeline did, for logs, UIs and tests."""
 
     action: CompactionAction
-    """``passthrough``: nothing fired; ``reused``: a stored summary served without a model call;
-    ``summarized``: a new summary was made; ``pruned``: pruning alone made the context fit;
-    ``failed``: summarizing failed and a fallback input was sent."""
+    """``passthrough``: the conversation is sent unchanged (no trigger fired, or one fired but
+    nothing could be evicted or shortened); ``reused``: a stored summary is in use, served
+    without a model call; ``summarized``: a new summary was made and is in use; ``pruned``:
+    pruning (or shortening the newest unit's tool results) alone made the context fit;
+    ``failed``: summarizing failed, the store was unavailable, or the input still exceeds
+    the budget (see ``over_budget``), and the best input that could be made was sent."""
     tokens_before: int
     """Tokens of the whole conversation as the agent would send it."""
     tokens_after: int
@@ -55,10 +58,18 @@ class CompactionReport:
     rescued_count: int = 0
     """Messages before the summary boundary kept verbatim (latest user request, skill files)."""
     shortened_count: int = 0
-    """Messages shortened (head and tail kept) to fit the summary calls allowed."""
+    """Messages shortened (head and tail kept): to fit the summary calls allowed, or tool
+    results of the newest unit in the model input when it alone exceeded the budget."""
+    over_trim_count: int = 0
+    """Messages sent in the last summary call beyond ``trim_tokens_to_summarize``, because
+    ``max_summary_chunks`` calls could not hold them even shortened."""
     dropped_count: int = 0
     """Messages left out of the model input by the failure fallback."""
     repaired_pairs: int = 0
     """Tool-pair repairs made by the final check (zero on any valid history)."""
+    over_budget: bool = False
+    """The model input still exceeds the budget: nothing more could be evicted, and the
+    newest unit alone does not fit even with its tool results shortened. The call goes
+    ahead (the provider may refuse it); ``action`` is ``failed`` and an event says so."""
     error: str | None = None
-    """Why summarizing failed, when ``action`` is ``failed``."""
+    """Why the call failed, when ``action`` is ``failed``."""

@@ -1,12 +1,13 @@
 """Token counting: langchain-core's approximate counter, cached per message.
 
 The history arrives as fresh objects on every turn (it is loaded from a checkpointer), so
-the cache cannot key on object identity. Instead each thread keeps the id and content lists
-of the last history it saw; comparing lists runs in C, and only messages past the first
-difference are counted and hashed again. A steady-state call therefore counts and hashes only
-new messages; what it still does per message is read two attributes and compare them in C.
-An edit is recognised by its id or content (DESIGN's prefix identity); the stored prefix hash
-also covers tool calls, digested once per message.
+the cache cannot key on object identity. Instead each thread keeps the id, content and
+tool-call lists of the last history it saw; comparing lists runs in C, and only messages
+past the first difference are counted and hashed again. A steady-state call therefore
+counts and hashes only new messages; what it still does per message is read three
+attributes and compare them in C. An edit is recognised by its id, content or tool calls (an
+edit of a call's arguments alone, as a human-in-the-loop review makes, counts); the stored
+prefix hash covers all three, digested once per message.
 """
 
 from __future__ import annotations
@@ -92,6 +93,8 @@ class HistoryScan:
     hashes: list[bytes] = field(default_factory=lambda: [b""])
     """``hashes[i]`` is the chained hash of ``messages[:i]``, filled lazily."""
     messages: Sequence[BaseMessage] = ()
+    calls: list[Any] = field(default_factory=list)
+    """Each message's tool calls (None for messages that cannot make any)."""
 
     def tokens_between(self, start: int, end: int) -> int:
         return self.cumulative[end] - self.cumulative[start]
@@ -120,9 +123,10 @@ class HistoryIndex:
         """Scan a history, reusing what is unchanged since this thread's last scan."""
         ids = [m.id for m in messages]
         contents = [m.content for m in messages]
+        calls = [m.__dict__.get("tool_calls") for m in messages]  # fields live in __dict__
         with self._lock:
             previous = self._scans.get(key)
-        same = _common_prefix(previous, ids, contents) if previous else 0
+        same = _common_prefix(previous, ids, contents, calls) if previous else 0
         if previous is not None and same == len(previous.ids):
             tokens = previous.tokens
             cumulative = previous.cumulative
@@ -138,7 +142,7 @@ class HistoryIndex:
             tokens.append(count)
             running += count
             cumulative.append(running)
-        scan = HistoryScan(ids, contents, tokens, cumulative, hashes, messages)
+        scan = HistoryScan(ids, contents, tokens, cumulative, hashes, messages, calls)
         with self._lock:
             self._scans[key] = scan
             self._scans.move_to_end(key)
@@ -147,12 +151,22 @@ class HistoryIndex:
         return scan
 
 
-def _common_prefix(previous: HistoryScan, ids: list[str | None], contents: list[Any]) -> int:
+def _common_prefix(
+    previous: HistoryScan, ids: list[str | None], contents: list[Any], calls: list[Any]
+) -> int:
     """Length of the prefix the previous scan shares with this history."""
     size = min(len(previous.ids), len(ids))
-    if previous.ids[:size] == ids[:size] and previous.contents[:size] == contents[:size]:
+    if (
+        previous.ids[:size] == ids[:size]
+        and previous.contents[:size] == contents[:size]
+        and previous.calls[:size] == calls[:size]
+    ):
         return size
     for index in range(size):
-        if previous.ids[index] != ids[index] or previous.contents[index] != contents[index]:
+        if (
+            previous.ids[index] != ids[index]
+            or previous.contents[index] != contents[index]
+            or previous.calls[index] != calls[index]
+        ):
             return index
     return size

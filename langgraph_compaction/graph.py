@@ -21,14 +21,16 @@ from langgraph.graph.state import CompiledStateGraph
 from ._background import start_precompaction
 from ._config import CompactionConfig
 from ._effects import adrive, drive
-from ._runtime import CallWork, CompactionRuntime
+from ._exceptions import SummaryStoreError
+from ._messages import coerce_messages
+from ._runtime import CallWork, CompactionRuntime, Outcome
 from ._state import CompactionInput, CompactionOutput, CompactionState, WorkingState
 from ._tokens import TokenCounter
 from .nodes.assemble import assemble
 from .nodes.measure import measure
 from .nodes.partition import Partition, compressed_triggers, partition_step, still_serves
 from .nodes.prune import apply_pruning, prune
-from .nodes.summarize import Outcome, summarize_step
+from .nodes.summarize import outage_outcome, summarize_step
 from .store import SummaryStore
 
 __all__ = ["build_graph", "create_compaction_graph"]
@@ -41,7 +43,7 @@ def create_compaction_graph(
     *,
     model: BaseChatModel | str | None = None,
     fallback_model: BaseChatModel | None = None,
-    store: SummaryStore | None = None,
+    store: SummaryStore | str | None = None,
     token_counter: TokenCounter | None = None,
     tools: Sequence[BaseTool | dict[str, Any]] | None = None,
     system_prompt: str | None = None,
@@ -59,7 +61,8 @@ def create_compaction_graph(
             ``config.model``, else ``fallback_model``.
         fallback_model: the agent's own model: tried once when the summarizer fails, and the
             source of the context window (its profile) when ``context_window`` is not set.
-        store: where summaries live; None opens ``SummaryStore(config.store_url)``.
+        store: where summaries live: a SummaryStore, or its URL; None opens
+            ``SummaryStore(config.store_url)``.
         token_counter: counts a list of messages; default: langchain-core's approximation.
         tools: tool schemas the model node binds itself (counted, never inserted).
         system_prompt: a system prompt the model node adds outside ``messages`` (counted).
@@ -71,7 +74,8 @@ def create_compaction_graph(
 
     Raises:
         CompactionConfigError: the configuration cannot work (e.g. a ratio trigger without a
-            known context window).
+            known context window), or ``store`` is neither a SummaryStore nor a URL.
+        SummaryStoreError: ``store`` is a URL that cannot name a summary store.
     """
     runtime = CompactionRuntime.build(
         config,
@@ -92,7 +96,8 @@ def build_graph(
     """Wire the five nodes over a resolved runtime."""
 
     def measured(state: WorkingState, config: RunnableConfig, use_loop: bool) -> Update:
-        work, report = measure(runtime, state["messages"], config)
+        messages = coerce_messages(state)
+        work, report = measure(runtime, messages, config)
         if report is None:
             assert work is not None
             record = still_serves(runtime, work)
@@ -107,7 +112,7 @@ def build_graph(
             return _assembled(runtime, work)
         if work is not None:  # passes through, but nears a trigger
             start_precompaction(runtime, work, None, use_loop=use_loop)
-        return {"llm_input_messages": state["messages"], "compaction": report}
+        return {"llm_input_messages": messages, "compaction": report}
 
     def measure_node(state: WorkingState, config: RunnableConfig) -> Update:
         return measured(state, config, use_loop=False)
@@ -126,32 +131,50 @@ def build_graph(
 
     def partition_node(state: WorkingState) -> Update:
         work: CallWork = state["work"]
-        drive(partition_step(runtime, work), runtime.store)
-        if isinstance(work.plan, Partition) and runtime.background.running(work.key):
-            runtime.background.wait(work.key)  # never a second summary of what is being made
+        try:
             drive(partition_step(runtime, work), runtime.store)
+            if isinstance(work.plan, Partition) and runtime.background.running(work.key):
+                runtime.background.wait(work.key)  # never a second summary of what is made
+                drive(partition_step(runtime, work), runtime.store)
+        except SummaryStoreError as exc:  # the agent's call goes ahead without the store
+            work.outcome = outage_outcome(runtime, work, exc)
+            return {"work": work}
+        runtime.note_store_ok()
         if work.precompact_from is not None:
             start_precompaction(runtime, work, work.precompact_from, use_loop=False)
         return {"work": work}
 
     async def apartition_node(state: WorkingState) -> Update:
         work: CallWork = state["work"]
-        await adrive(partition_step(runtime, work), runtime.store)
-        if isinstance(work.plan, Partition) and runtime.background.running(work.key):
-            await runtime.background.await_(work.key)
+        try:
             await adrive(partition_step(runtime, work), runtime.store)
+            if isinstance(work.plan, Partition) and runtime.background.running(work.key):
+                await runtime.background.await_(work.key)
+                await adrive(partition_step(runtime, work), runtime.store)
+        except SummaryStoreError as exc:
+            work.outcome = outage_outcome(runtime, work, exc)
+            return {"work": work}
+        runtime.note_store_ok()
         if work.precompact_from is not None:
             start_precompaction(runtime, work, work.precompact_from, use_loop=True)
         return {"work": work}
 
     def summarize_node(state: WorkingState) -> Update:
         work: CallWork = state["work"]
-        work.outcome = drive(summarize_step(runtime, work), runtime.store)
+        if work.outcome is None:  # else the store failed in partition: assemble what fits
+            try:
+                work.outcome = drive(summarize_step(runtime, work), runtime.store)
+            except SummaryStoreError as exc:
+                work.outcome = outage_outcome(runtime, work, exc)
         return {"work": work}
 
     async def asummarize_node(state: WorkingState) -> Update:
         work: CallWork = state["work"]
-        work.outcome = await adrive(summarize_step(runtime, work), runtime.store)
+        if work.outcome is None:
+            try:
+                work.outcome = await adrive(summarize_step(runtime, work), runtime.store)
+            except SummaryStoreError as exc:
+                work.outcome = outage_outcome(runtime, work, exc)
         return {"work": work}
 
     def assemble_node(state: WorkingState) -> Update:
@@ -189,6 +212,6 @@ def build_graph(
 def _assembled(runtime: CompactionRuntime, work: CallWork, pruned_only: bool = False) -> Update:
     outcome = work.outcome
     if outcome is not None and outcome.record is not None and outcome.action != "failed":
-        runtime.remember(runtime.in_use, work.key, outcome.record)
+        runtime.remember(runtime.in_use, work.key, (outcome.record, work.epoch))
     messages, report = assemble(runtime, work, outcome, pruned_only=pruned_only)
     return {"llm_input_messages": messages, "compaction": report}

@@ -7,6 +7,7 @@ serves as the fallback summarizer (and gives the window) unless ``fallback_model
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
@@ -16,7 +17,7 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResp
 from langchain_core.language_models import BaseChatModel
 
 from ._config import CompactionConfig
-from ._runtime import CompactionRuntime
+from ._runtime import CompactionRuntime, resolve_model, resolve_store
 from ._tokens import TokenCounter
 from .graph import build_graph
 from .store import SummaryStore
@@ -57,7 +58,7 @@ class CompactionMiddleware(AgentMiddleware):
         *,
         model: BaseChatModel | str | None = None,
         fallback_model: BaseChatModel | None = None,
-        store: SummaryStore | None = None,
+        store: SummaryStore | str | None = None,
         token_counter: TokenCounter | None = None,
         namespace: str = "default",
     ) -> None:
@@ -68,15 +69,20 @@ class CompactionMiddleware(AgentMiddleware):
             model: the summarizer; None uses ``config.model``, else the fallback model.
             fallback_model: tried once when the summarizer fails, and the source of the
                 context window; None: the model of each request (the agent's own model).
-            store: where summaries live; None opens ``SummaryStore(config.store_url)``.
+            store: where summaries live: a SummaryStore or its URL; None opens
+                ``SummaryStore(config.store_url)``.
             token_counter: counts a list of messages; default: langchain-core's approximation.
             namespace: separates several agents or tenants in one thread.
         """
         super().__init__()
         self.config = CompactionConfig.coerce(config)
-        self._model = model
+        # Resolved here, once: a "provider:model" string imports its integration, which must
+        # not happen on an event loop in the middle of a run.
+        self._model = resolve_model(
+            model if model is not None else self.config.model, self.config.provider
+        )
         self._fallback_model = fallback_model
-        self._store = store if store is not None else SummaryStore(self.config.store_url)
+        self._store = resolve_store(store, self.config.store_url)
         self._token_counter = token_counter
         self._namespace = namespace
         self._graphs: OrderedDict[_GraphKey, Any] = OrderedDict()
@@ -116,6 +122,15 @@ class CompactionMiddleware(AgentMiddleware):
         graph = self._graph_for(request.model, request.tools, request.system_prompt)
         return graph, {"messages": request.messages}
 
+    def _cached_graph(self, request: ModelRequest) -> Any | None:
+        key: _GraphKey = (
+            id(self._fallback_model or request.model),
+            tuple(id(t) for t in request.tools),
+            request.system_prompt,
+        )
+        with self._lock:
+            return self._graphs.get(key)
+
     def wrap_model_call(
         self,
         request: ModelRequest,
@@ -134,6 +149,10 @@ class CompactionMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse:
         """Compact the request's messages, then call the model with them (async path)."""
-        graph, state = self._graph_and_input(request)
+        cached = self._cached_graph(request)
+        if cached is None:  # building counts tool schemas and may import: off the loop
+            graph, state = await asyncio.to_thread(self._graph_and_input, request)
+        else:
+            graph, state = cached, {"messages": request.messages}
         result = await graph.ainvoke(state)
         return await handler(request.override(messages=result["llm_input_messages"]))

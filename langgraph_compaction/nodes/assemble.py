@@ -12,12 +12,12 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from .._chunks import shorten_message
 from .._messages import ensure_tool_pairs, find_latest_user_index, split_tool_units
 from .._report import CompactionAction, CompactionReport, ContextGauge
-from .._runtime import CallWork, CompactionRuntime
+from .._runtime import CallWork, CompactionRuntime, Outcome
 from .._tokens import calibrated
 from .partition import rescued_positions
-from .summarize import Outcome, shorten_message
 
 __all__ = ["assemble", "split_rescued_caller"]
 
@@ -99,6 +99,7 @@ def assemble(
     tokens.extend(size(i) for i in range(kept_from, len(source)))
 
     dropped = shortened = 0
+    over_budget = False
     limit = runtime.fit_limit
     if limit is not None:
         raw_limit = int(limit / work.ratio) if work.ratio else limit
@@ -107,6 +108,7 @@ def assemble(
             dropped = _drop_oldest_units(body, tokens, kept_at, available)
         if sum(tokens) > available:
             shortened = _shorten_newest_unit(body, tokens, available)
+        over_budget = sum(tokens) > available
     output, repairs = ensure_tool_pairs(body)
     raw_after = runtime.fixed_tokens + sum(tokens)
     tokens_after = calibrated(raw_after, work.ratio)
@@ -115,9 +117,24 @@ def assemble(
         work.ratio,
     )
     runtime.remember_sent(work.key, messages, tokens_after, work.ratio)
-    action: CompactionAction = (
-        "pruned" if pruned_only else (outcome.action if outcome else "pruned")
-    )
+    action = _action(outcome, pruned_only, work.pruned_count + shortened + dropped)
+    error = outcome.error if outcome else None
+    if over_budget:
+        action = "failed"
+        error = (
+            f"the model input is {tokens_after} tokens, over the budget of {limit}: nothing "
+            "more can be evicted and the newest turn alone does not fit"
+        )
+        runtime.emit(
+            {
+                "type": "context_compaction_failed",
+                "thread_id": work.thread_id,
+                "namespace": runtime.namespace,
+                "cause": "over_budget",
+                "error": error,
+                "tokens_after": tokens_after,
+            }
+        )
     report = CompactionReport(
         action=action,
         tokens_before=work.tokens_before,
@@ -131,11 +148,24 @@ def assemble(
         pruned_count=work.pruned_count,
         rescued_count=rescued_count,
         shortened_count=(outcome.shortened if outcome else 0) + shortened,
+        over_trim_count=outcome.over_trim if outcome else 0,
         dropped_count=dropped,
         repaired_pairs=repairs,
-        error=outcome.error if outcome else None,
+        over_budget=over_budget,
+        error=error,
     )
     return output, report
+
+
+def _action(outcome: Outcome | None, pruned_only: bool, changed: int) -> CompactionAction:
+    """What the report says happened: only what did (``reused`` only with a summary)."""
+    if pruned_only:
+        return "pruned"
+    if outcome is None or outcome.action == "kept":
+        return "pruned" if changed else "passthrough"
+    if outcome.action == "reused" and outcome.record is None:
+        return "pruned" if changed else "passthrough"
+    return outcome.action
 
 
 def _drop_oldest_units(

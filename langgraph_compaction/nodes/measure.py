@@ -190,6 +190,7 @@ def measure(
     work = CallWork(
         thread_id=thread_id,
         key=key,
+        epoch=runtime.store.deletion_epoch(thread_id, runtime.namespace),
         messages=messages,
         scan=scan,
         lead=count_leading_system(messages),

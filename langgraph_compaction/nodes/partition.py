@@ -9,12 +9,14 @@ summary instead of making another.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._config import CompactionConfig
 from .._effects import Step, StoreCall
+from .._exceptions import ThreadDeletedError
 from .._messages import find_latest_user_index, split_tool_units
 from .._runtime import CallWork, CompactionRuntime
 from .._tokens import HistoryScan, calibrated
@@ -28,6 +30,7 @@ __all__ = [
     "compressed_triggers",
     "find_matching_summaries",
     "find_skill_results",
+    "message_key",
     "partition_step",
     "plan_partition",
     "rescued_positions",
@@ -81,13 +84,13 @@ def rescued_positions(
     if cached is None:
         wanted = set(record.rescued_message_ids)
         cached = tuple(
-            i for i in range(record.covered_messages) if _message_key(messages, i) in wanted
+            i for i in range(record.covered_messages) if message_key(messages, i) in wanted
         )
         runtime.remember(runtime.rescued_positions, record.id, cached)
     return cached
 
 
-def _message_key(messages: Sequence[BaseMessage], index: int) -> str:
+def message_key(messages: Sequence[BaseMessage], index: int) -> str:
     """A message's id, or its position when it has none."""
     return messages[index].id or f"#{index}"
 
@@ -150,7 +153,7 @@ def still_serves(runtime: CompactionRuntime, work: CallWork) -> SummaryRecord | 
     Contexts only grow, so a summary that matches and fits is the one the store lookup would
     pick too; the call then needs no store access and no further node.
     """
-    record = runtime.in_use.get(work.key)
+    record = runtime.held(work.key)
     if record is None or not find_matching_summaries([record], work.messages, work.scan):
         return None
     return record if summary_fits(runtime, work, record) else None
@@ -310,9 +313,9 @@ def partition_step(runtime: CompactionRuntime, work: CallWork) -> Step[None]:
     if key in runtime.calibration_dirty:
         runtime.calibration_dirty.discard(key)
         ratio = runtime.calibration[key]
-        yield StoreCall(
-            "set_calibration", {"thread_id": thread_id, "namespace": ns, "ratio": ratio}
-        )
+        args = {"ratio": ratio, "generation": work.thread_state.generation}
+        with suppress(ThreadDeletedError):  # measured before the thread's deletion: dropped
+            yield StoreCall("set_calibration", {"thread_id": thread_id, "namespace": ns, **args})
     elif key not in runtime.calibration and work.thread_state.calibration:
         runtime.calibration[key] = work.thread_state.calibration
     summaries = yield StoreCall(

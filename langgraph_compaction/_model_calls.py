@@ -1,0 +1,194 @@
+"""The summary call: binding, errors by kind, and what the summarizer's replies teach us.
+
+Errors are read through langchain-core's ``ModelError`` family. A retryable one (rate limit,
+timeout, connection, server error) is retried with a short bounded backoff before the next
+model is tried; a prompt over the summarizer's context (``ContextOverflowError``, or an
+OpenAI-compatible server's 400 saying so) is handed back to the caller as ``PromptTooLong``,
+to be summarized again in smaller chunks; anything else moves on to the next model.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.exceptions import ContextOverflowError, ModelError
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.runnables import Runnable
+
+from ._config import CompactionConfig
+from ._effects import ModelCall, Sleep, Step
+from ._exceptions import SummarizerError
+
+__all__ = [
+    "RETRY_DELAYS",
+    "Overflow",
+    "PromptTooLong",
+    "SummaryReply",
+    "bind_summarizer",
+    "distinct_models",
+    "is_retryable",
+    "model_name",
+    "overflow_of",
+    "summary_call",
+]
+
+RETRY_DELAYS = (0.5, 1.5)
+"""Pauses before the second and third try of a retryable error (then the next model)."""
+
+_WINDOW = re.compile(
+    r"maximum context length is (\d+)|context window of (\d+)|context length of (\d+)", re.I
+)
+_PROMPT = re.compile(
+    r"\((\d+) in the messages|\((\d+) in your prompt|requested tokens \((\d+)\)", re.I
+)
+_OVERFLOW_WORDS = re.compile(
+    r"maximum context length|exceeds? (the )?context|context window|context_length_exceeded"
+    r"|prompt is too long|too many tokens|input tokens exceed",
+    re.I,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Overflow:
+    """What a refused prompt tells about the summarizer's window, when its message says."""
+
+    window: int | None
+    prompt_tokens: int | None
+    """Tokens of the refused prompt as the summarizer counted them."""
+
+
+class PromptTooLong(SummarizerError):
+    """The summarizer refused the prompt as longer than its context."""
+
+    def __init__(self, message: str, overflow: Overflow, estimate: int) -> None:
+        super().__init__(message)
+        self.overflow = overflow
+        self.estimate = estimate
+        """Our own estimate of the refused prompt's tokens."""
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryReply:
+    """A summary call that answered."""
+
+    text: str
+    estimate: int
+    """Our estimate of the prompt's tokens."""
+    input_tokens: int | None
+    """The prompt's tokens as the summarizer reported them (usage), when it did."""
+
+
+def _first_int(pattern: re.Pattern[str], text: str) -> int | None:
+    match = pattern.search(text)
+    if match is None:
+        return None
+    return int(next(group for group in match.groups() if group is not None))
+
+
+def overflow_of(exc: BaseException) -> Overflow | None:
+    """The overflow an error reports, or None when it is another kind of failure."""
+    text = str(exc)
+    status = getattr(exc, "status_code", None)
+    reported = isinstance(exc, ModelError) or status == 400
+    if not isinstance(exc, ContextOverflowError) and not (
+        reported and _OVERFLOW_WORDS.search(text)
+    ):
+        return None
+    return Overflow(_first_int(_WINDOW, text), _first_int(_PROMPT, text))
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Whether the same request may succeed if sent again shortly."""
+    if isinstance(exc, ModelError):
+        return bool(exc.is_retryable)
+    return isinstance(exc, TimeoutError | ConnectionError)
+
+
+def distinct_models(*models: BaseChatModel | None) -> list[BaseChatModel]:
+    """The models to try in order, each once (the summarizer may be the fallback itself)."""
+    seen: list[BaseChatModel] = []
+    for model in models:
+        if model is not None and all(model is not other for other in seen):
+            seen.append(model)
+    return seen
+
+
+def bind_summarizer(model: BaseChatModel, config: CompactionConfig) -> Runnable[Any, BaseMessage]:
+    """Cap the output, add the configured parameters, and hide the call from parent streams."""
+    parameters = {**config.parameters, "max_tokens": config.max_summary_tokens}
+    if _is_compatible_server(model):
+        # ChatOpenAI sends the cap as max_completion_tokens, which OpenAI-compatible servers
+        # such as llama.cpp's ignore; they read max_tokens from the request body.
+        extra_body = dict(parameters.get("extra_body") or {})
+        extra_body.setdefault("max_tokens", config.max_summary_tokens)
+        parameters["extra_body"] = extra_body
+    bound = model.bind(**parameters)
+    return bound.with_config(tags=["nostream"], run_name="compaction_summary")
+
+
+def _is_compatible_server(model: BaseChatModel) -> bool:
+    """A ChatOpenAI pointed at a server other than OpenAI's own."""
+    base_url = getattr(model, "openai_api_base", None)
+    return (
+        type(model).__name__ == "ChatOpenAI"
+        and isinstance(base_url, str)
+        and "api.openai.com" not in base_url
+    )
+
+
+def model_name(model: BaseChatModel) -> str:
+    """The name stored with a summary."""
+    for attribute in ("model_name", "model", "model_id"):
+        value = getattr(model, attribute, None)
+        if isinstance(value, str) and value:
+            return value
+    return type(model).__name__
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def summary_call(
+    models: list[BaseChatModel],
+    bound: list[Runnable[Any, BaseMessage]],
+    prompt: str,
+    estimate: int,
+) -> Step[SummaryReply]:
+    """One summary call: each model in turn, retryable errors retried first.
+
+    ``models`` and ``bound`` (the same models, bound) shrink in place when a model fails for
+    good, so the next chunk of the same compaction starts with the model that worked.
+
+    Raises:
+        PromptTooLong: the current model refused the prompt as too long.
+        SummarizerError: every model failed (the last error is named).
+    """
+    message: list[BaseMessage] = [HumanMessage(content=prompt)]
+    errors: list[str] = []
+    while models:
+        for attempt in range(len(RETRY_DELAYS) + 1):
+            try:
+                reply = yield ModelCall(bound[0], message)
+            except Exception as exc:
+                overflow = overflow_of(exc)
+                if overflow is not None:
+                    raise PromptTooLong(_describe(exc), overflow, estimate) from exc
+                if is_retryable(exc) and attempt < len(RETRY_DELAYS):
+                    yield Sleep(RETRY_DELAYS[attempt])
+                    continue
+                errors.append(_describe(exc))
+                break
+            text = reply.text.strip() if isinstance(reply, BaseMessage) else ""
+            if not text:
+                errors.append("the summarizer returned blank text")
+                break
+            usage = getattr(reply, "usage_metadata", None) or {}
+            reported = usage.get("input_tokens")
+            return SummaryReply(text, estimate, int(reported) if reported else None)
+        models.pop(0)
+        del bound[0]
+    raise SummarizerError("; then ".join(errors) or "no summarizer model")
