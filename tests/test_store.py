@@ -30,10 +30,11 @@ from sqlalchemy.exc import IntegrityError
 
 from langgraph_compaction._exceptions import SummaryStoreError
 from langgraph_compaction.store import SummaryRecord, SummaryStore, ThreadState, _tables
-from langgraph_compaction.store import _store as store_module
+from langgraph_compaction.store import _database as database_module
 from langgraph_compaction.store._engine import derive_urls
 from langgraph_compaction.store._inspect import load_report
 from langgraph_compaction.store._inspect import main as inspect_main
+from langgraph_compaction.store._migrate import SCHEMA_VERSION
 
 # -- fixtures -----------------------------------------------------------------------------------
 
@@ -73,7 +74,8 @@ class Backend:
         async def call(name: str, *args: Any, **kwargs: Any) -> Any:
             if self.is_async:
                 return await getattr(store, f"a{name}")(*args, **kwargs)
-            return getattr(store, name)(*args, **kwargs)
+            # Off the loop, as a sync caller would be: blockbuster guards every async test.
+            return await asyncio.to_thread(getattr(store, name), *args, **kwargs)
 
         return call
 
@@ -291,12 +293,19 @@ async def test_delete_thread(backend: Backend) -> None:
 
     assert await backend.delete_thread(t, ns) == 2
     assert await backend.list_summaries(t, ns) == []
-    assert await backend.thread_state(t, ns) == ThreadState(t, ns, 0, None, None, None)
+    # Deletion is counted: the state is gone, the generation went up (only in ns).
+    assert await backend.thread_state(t, ns) == ThreadState(t, ns, 0, None, None, None, 1)
+    assert (await backend.thread_state(t, ns_b)).generation == 0
     assert len(await backend.list_summaries(t, ns_b)) == 1
     assert await backend.delete_thread(t) == 1  # every namespace
     assert await backend.list_summaries(t, ns_b) == []
     assert len(await backend.list_summaries(f"{t}-other", ns)) == 1
     assert await backend.delete_thread(t) == 0
+    # Every namespace, also one never written: ns 1 + 2, ns_b 2, a new one 2.
+    assert (await backend.thread_state(t, ns)).generation == 3
+    assert (await backend.thread_state(t, ns_b)).generation == 2
+    assert (await backend.thread_state(t, "never-used")).generation == 2
+    assert (await backend.thread_state(f"{t}-other", ns)).generation == 0
 
 
 async def test_retention_keeps_only_the_newest_versions(backend: Backend) -> None:
@@ -381,12 +390,16 @@ async def test_sqlite_connections_use_wal_busy_timeout_and_foreign_keys(
     pragmas = ["PRAGMA journal_mode", "PRAGMA busy_timeout", "PRAGMA foreign_keys"]
 
     if sqlite_backend.is_async:
-        engine = await store._async_engine()  # what every pooled connection was given
+        engine = await store._db.async_engine()  # what every pooled connection was given
         async with engine.connect() as conn:
             values = [(await conn.exec_driver_sql(p)).scalar() for p in pragmas]
     else:
-        with store._sync_engine().connect() as conn:
-            values = [conn.exec_driver_sql(p).scalar() for p in pragmas]
+
+        def read_pragmas() -> list[Any]:
+            with store._db.sync_engine().connect() as conn:
+                return [conn.exec_driver_sql(p).scalar() for p in pragmas]
+
+        values = await asyncio.to_thread(read_pragmas)
 
     assert values == ["wal", 30_000, 1]
 
@@ -395,13 +408,19 @@ async def test_sqlite_columns_are_plain_readable_values(sqlite_backend: Backend)
     await sqlite_backend.add_summary(**fields(sqlite_backend, 1, rescued_message_ids=["a", "b"]))
     path = sqlite_backend.url.removeprefix("sqlite:///")
 
-    with raw_sqlite(path) as raw:
-        created, ids, kind = raw.execute(
-            "SELECT created_at, rescued_message_ids, kind FROM compaction_summaries"
-        ).fetchone()
-        assert raw.execute("SELECT value FROM compaction_meta").fetchall() == [("2",)]
-        with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
-            raw.execute("UPDATE compaction_summaries SET kind = 'final'")
+    def read_raw() -> tuple[str, str, str]:
+        with raw_sqlite(path) as raw:
+            row = raw.execute(
+                "SELECT created_at, rescued_message_ids, kind FROM compaction_summaries"
+            ).fetchone()
+            assert raw.execute("SELECT value FROM compaction_meta").fetchall() == [
+                (str(SCHEMA_VERSION),)
+            ]
+            with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+                raw.execute("UPDATE compaction_summaries SET kind = 'final'")
+            return row  # type: ignore[no-any-return]
+
+    created, ids, kind = await asyncio.to_thread(read_raw)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00", created)
     assert (json.loads(ids), kind) == (["a", "b"], "initial")
 
@@ -411,12 +430,14 @@ def test_a_store_of_a_newer_schema_version_is_refused(tmp_path: Path) -> None:
     first = SummaryStore(url)
     first.list_summaries("t")
     first.close()
+    newer = SCHEMA_VERSION + 1
     with raw_sqlite(tmp_path / "store.db") as raw:
-        raw.execute("UPDATE compaction_meta SET value = '3' WHERE key = 'schema_version'")
+        raw.execute(f"UPDATE compaction_meta SET value = '{newer}' WHERE key = 'schema_version'")
         raw.execute("UPDATE compaction_alembic_version SET version_num = '0001'")
 
     with pytest.raises(
-        SummaryStoreError, match=r"store\.db: the store has schema_version 3, .* reads up to 2"
+        SummaryStoreError,
+        match=rf"store\.db: the store has schema_version {newer}, .* reads up to {SCHEMA_VERSION}",
     ):
         SummaryStore(url).list_summaries("t")
 
@@ -469,7 +490,7 @@ def test_tables_are_created_once_when_stores_race(fresh_url: str) -> None:
     with ThreadPoolExecutor(max_workers=len(stores)) as pool:
         assert list(pool.map(first_use, stores)) == [[]] * len(stores)
     report = load_report(fresh_url)
-    assert (report["schema_version"], report["threads"]) == ("2", [])
+    assert (report["schema_version"], report["threads"]) == (str(SCHEMA_VERSION), [])
     for store in stores:
         store.close()
 
@@ -559,16 +580,17 @@ def test_one_url_gives_the_sync_and_the_async_driver(url: str, sync: str, async_
 def test_sync_use_never_creates_the_async_engine(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def refuse(url: object) -> None:
+    def refuse(url: object, **options: object) -> None:
         raise AssertionError("the async engine was created")
 
-    monkeypatch.setattr(store_module, "build_async_engine", refuse)
+    monkeypatch.setattr(database_module, "build_async_engine", refuse)
     b = Backend(f"sqlite:///{tmp_path / 'store.db'}", is_async=False)
     b.store.add_summary(**fields(b, 1))
     b.store.record_failure(b.thread, b.ns, message_count=1, error="x")
     assert len(b.store.list_summaries(b.thread, b.ns)) == 1
-    with pytest.raises(AssertionError, match="async engine"):
+    with pytest.raises(SummaryStoreError, match="async engine was created") as caught:
         asyncio.run(b.store.alist_summaries(b.thread, b.ns))
+    assert isinstance(caught.value.__cause__, AssertionError)
     b.store.close()
 
 
@@ -624,18 +646,19 @@ async def test_a_missing_driver_is_a_store_error_saying_what_to_install(
 
     with pytest.raises(SummaryStoreError, match=r"driver is missing.*pip install aiosqlite"):
         await store.alist_summaries("t")
-    assert store.list_summaries("t") == []  # the sync path needs only the stdlib driver
-    store.close()
+    # The sync path needs only the stdlib driver.
+    assert await asyncio.to_thread(store.list_summaries, "t") == []
+    await store.aclose()
 
 
 # -- the inspect CLI ----------------------------------------------------------------------------
 
 
-async def test_inspect_prints_threads_versions_failures_and_calibration(
+def test_inspect_prints_threads_versions_failures_and_calibration(
     db_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     b = Backend(db_url, is_async=False)
-    chain = await add_chain(b, 2)
+    chain = asyncio.run(add_chain(b, 2))
     b.store.record_failure(b.thread, b.ns, message_count=12, error="model timed out")
     b.store.set_calibration(b.thread, b.ns, 1.125)
     b.store.close()

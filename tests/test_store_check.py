@@ -22,6 +22,7 @@ from langgraph_compaction import SummaryStore
 from langgraph_compaction.store import SummaryRecord
 from langgraph_compaction.store._engine import derive_urls
 from langgraph_compaction.store._inspect import main as cli
+from langgraph_compaction.store._migrate import SCHEMA_VERSION
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -141,7 +142,7 @@ def test_inspect_filters_by_namespace_and_prints_json(
     assert cli(["inspect", "--url", url, "--namespace", "alpha", "--json"]) == 0
     alpha = json.loads(capsys.readouterr().out)
     assert [(e["namespace"], e["versions"]) for e in alpha["threads"]] == [("alpha", 2)]
-    assert alpha["schema_version"] == "2" and "versions" not in alpha
+    assert alpha["schema_version"] == str(SCHEMA_VERSION) and "versions" not in alpha
 
     assert cli(["inspect", "--url", url, "--thread", "t", "--namespace", "beta", "--json"]) == 0
     beta = json.loads(capsys.readouterr().out)

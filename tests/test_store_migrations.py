@@ -179,7 +179,7 @@ def test_a_new_database_gets_the_declared_tables(empty_url: str) -> None:
     with SummaryStore(empty_url) as store:
         assert store.list_summaries("t") == []
 
-    assert fetch(empty_url, "SELECT version_num FROM compaction_alembic_version") == [("0002",)]
+    assert fetch(empty_url, "SELECT version_num FROM compaction_alembic_version") == [(HEAD_REVISION,)]
     assert fetch(empty_url, "SELECT value FROM compaction_meta") == [(str(SCHEMA_VERSION),)]
     assert schema_differences(empty_url) == []
 
@@ -212,8 +212,8 @@ def test_a_first_release_store_is_upgraded_on_open_and_keeps_its_rows(empty_url:
     assert fetch(
         empty_url, "SELECT id, parent_version FROM compaction_summaries ORDER BY thread_id, version"
     ) == [("id-2", None), ("id-3", 2), ("id-4", 3), (fifth.id, 4), ("id-a", None)]
-    assert fetch(empty_url, "SELECT version_num FROM compaction_alembic_version") == [("0002",)]
-    assert fetch(empty_url, "SELECT value FROM compaction_meta") == [("2",)]
+    assert fetch(empty_url, "SELECT version_num FROM compaction_alembic_version") == [(HEAD_REVISION,)]
+    assert fetch(empty_url, "SELECT value FROM compaction_meta") == [(str(SCHEMA_VERSION),)]
     assert schema_differences(empty_url) == []
 
 
@@ -235,12 +235,14 @@ def test_a_downgraded_store_is_upgraded_again(empty_url: str) -> None:
     ("change", "expected"),
     [
         (
-            "UPDATE compaction_meta SET value = '3'",
-            r"the store has schema_version 3, this package reads up to 2",
+            f"UPDATE compaction_meta SET value = '{SCHEMA_VERSION + 1}'",
+            rf"the store has schema_version {SCHEMA_VERSION + 1}, this package reads up to "
+            rf"{SCHEMA_VERSION}",
         ),
         (
-            "UPDATE compaction_alembic_version SET version_num = '0007'",
-            r"schema revision 0007, .* reads up to revision 0002, schema_version 2",
+            "UPDATE compaction_alembic_version SET version_num = '0999'",
+            rf"schema revision 0999, .* reads up to revision {HEAD_REVISION}, "
+            rf"schema_version {SCHEMA_VERSION}",
         ),
         ("UPDATE compaction_meta SET value = 'two'", r"schema_version 'two', which is not"),
     ],
@@ -274,8 +276,10 @@ def test_migrate_command_upgrades_and_says_so(
     build_first_release_store(empty_url)
 
     assert cli(["migrate", "--url", empty_url]) == 0
-    assert capsys.readouterr().out.endswith(": schema_version 1 -> 2\n")
+    assert capsys.readouterr().out.endswith(f": schema_version 1 -> {SCHEMA_VERSION}\n")
     assert cli(["migrate", "--url", empty_url]) == 0
-    assert capsys.readouterr().out.endswith(": schema_version 2 -> 2\n")
+    assert capsys.readouterr().out.endswith(
+        f": schema_version {SCHEMA_VERSION} -> {SCHEMA_VERSION}\n"
+    )
     assert cli(["check", "--url", empty_url]) == 0
     assert capsys.readouterr().out.endswith(": ok\n")

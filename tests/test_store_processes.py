@@ -25,6 +25,7 @@ from _store_support import pg_schema
 
 from langgraph_compaction import SummaryStore
 from langgraph_compaction.store._inspect import main as cli
+from langgraph_compaction.store._migrate import SCHEMA_VERSION
 
 WORKERS = 4
 TIMEOUT_S = 90
@@ -171,7 +172,7 @@ def test_processes_opening_a_new_database_at_once_create_it_once(
 
     versions = run_workers(forkserver, workers.open_store, [(url, barrier)] * WORKERS)
 
-    assert versions == ["2"] * WORKERS
+    assert versions == [str(SCHEMA_VERSION)] * WORKERS
     assert_sound(url)
 
 

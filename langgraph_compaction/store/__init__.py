@@ -4,7 +4,8 @@ Run ``python -m langgraph_compaction.store inspect --url URL`` to see what a sto
 ``check --url URL`` to check its rows' consistency, ``migrate --url URL`` to upgrade it.
 """
 
+from langgraph_compaction.store._leases import Lease
 from langgraph_compaction.store._records import SummaryRecord, ThreadState
 from langgraph_compaction.store._store import SummaryStore
 
-__all__ = ["SummaryRecord", "SummaryStore", "ThreadState"]
+__all__ = ["Lease", "SummaryRecord", "SummaryStore", "ThreadState"]

@@ -3,8 +3,9 @@
 It reports, in plain sentences, every way the rows break the store's own rules: a blank or
 malformed summary, two rows of one thread with the same version or the same prefix, a parent
 that belongs elsewhere, is not older, or is missing without retention having trimmed it, and
-per-thread state out of range. On SQLite it runs ``PRAGMA integrity_check`` first. It only
-reads. An empty list means the store is sound.
+per-thread state out of range, a deletion generation below 1, a lease without an owner or
+that expires before it was taken. On SQLite it runs ``PRAGMA integrity_check`` first. It
+only reads. An empty list means the store is sound.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 from sqlalchemy import Connection, func, select
 
 from langgraph_compaction.store._migrate import HEAD_REVISION, current_revision
-from langgraph_compaction.store._tables import summaries, threads
+from langgraph_compaction.store._tables import generations, leases, summaries, threads
 
 __all__ = ["find_problems"]
 
@@ -42,6 +43,7 @@ def find_problems(conn: Connection) -> list[str]:
     problems += _row_problems(conn)
     problems += _lineage_problems(conn)
     problems += _thread_problems(conn)
+    problems += _deletion_and_lease_problems(conn)
     return problems
 
 
@@ -161,4 +163,24 @@ def _thread_problems(conn: Connection) -> list[str]:
             math.isfinite(row.calibration) and row.calibration > 0
         ):
             problems.append(f"{where}: calibration {row.calibration} is not a ratio > 0")
+    return problems
+
+
+def _deletion_and_lease_problems(conn: Connection) -> list[str]:
+    """Generations count deletions (>= 1); a lease names its owner and expires after it began.
+
+    A lease past its expiry is no problem: it is free, and the next taker overwrites it.
+    """
+    problems = []
+    for row in conn.execute(select(generations).where(generations.c.generation < 1)):
+        problems.append(
+            f"thread {row.thread_id!r} namespace {row.namespace!r}: deletion generation "
+            f"{row.generation} is below 1"
+        )
+    for row in conn.execute(select(leases)):
+        where = f"lease of thread {row.thread_id!r} prefix {row.prefix_hash!r}"
+        if not row.owner.strip():
+            problems.append(f"{where}: no owner")
+        if row.expires_at < row.acquired_at:
+            problems.append(f"{where}: expires before it was taken")
     return problems

@@ -8,6 +8,7 @@ SQLAlchemy emits BEGIN itself so a write transaction can take the lock up front
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import AsyncGenerator, Callable
@@ -84,34 +85,36 @@ def is_memory(url: URL) -> bool:
     return url.database in (None, "", ":memory:") or url.query.get("mode") == "memory"
 
 
-def _sqlite_on_connect(wal: bool) -> Callable[[Any, Any], None]:
+def _sqlite_on_connect(wal: bool, busy_timeout: float) -> Callable[[Any, Any], None]:
     def on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Take BEGIN away from the driver (see _sqlite_on_begin); its own is deferred-only.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
+        cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         cursor.execute("PRAGMA foreign_keys = ON")
         if wal:  # readers and the writer no longer block each other
-            _switch_to_wal(cursor)
+            _switch_to_wal(cursor, busy_timeout)
         cursor.close()
 
     return on_connect
 
 
-def _switch_to_wal(cursor: Any) -> None:
+def _switch_to_wal(cursor: Any, busy_timeout: float) -> None:
     """Set WAL mode, waiting up to the busy timeout for the lock the switch needs.
 
     Leaving rollback mode takes an exclusive lock, and SQLite does not call its busy handler
     for it: while another process writes (say, creating the tables of a new file) the PRAGMA
-    fails at once with "database is locked". So retry, with a short backoff.
+    fails at once with "database is locked". So retry, with a short backoff. Sync engine only:
+    the async engine opens files the sync engine already switched (WAL is kept in the file),
+    and never sleeps on its event loop.
     """
-    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    deadline = time.monotonic() + busy_timeout
     pause = 0.005
     while True:
         try:
             cursor.execute("PRAGMA journal_mode = WAL")
             return
-        except Exception as exc:  # sqlite3's, or the async adapter's, OperationalError
+        except Exception as exc:  # sqlite3's OperationalError
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
         time.sleep(pause)
@@ -126,39 +129,57 @@ def _sqlite_on_begin(conn: Connection) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
-def _install_sqlite_hooks(engine: Engine, url: URL, *, wal: bool) -> None:
-    event.listen(engine, "connect", _sqlite_on_connect(wal and not is_memory(url)))
+def _install_sqlite_hooks(engine: Engine, url: URL, *, wal: bool, busy_timeout: float) -> None:
+    event.listen(engine, "connect", _sqlite_on_connect(wal and not is_memory(url), busy_timeout))
     event.listen(engine, "begin", _sqlite_on_begin)
 
 
-def build_sync_engine(url: URL, *, wal: bool = True) -> Engine:
+def _pg_connect_args(url: URL, busy_timeout: float) -> dict[str, Any]:
+    # Without a connect timeout an unreachable host hangs the call for minutes.
+    if "connect_timeout" in url.query:
+        return {}
+    return {"connect_timeout": max(1, math.ceil(busy_timeout))}
+
+
+def build_sync_engine(
+    url: URL, *, wal: bool = True, busy_timeout: float = BUSY_TIMEOUT_S
+) -> Engine:
     """A pooled sync engine, safe to share across threads.
 
     Args:
         url: a sync URL from :func:`derive_urls`.
         wal: switch a SQLite file to WAL; the inspect CLI passes False so that it never
             changes a database it only reads.
+        busy_timeout: seconds a SQLite connection waits for another writer's lock (and a
+            PostgreSQL connection attempt waits for the server).
     """
     if url.get_backend_name() != "sqlite":
-        return create_engine(url, pool_pre_ping=True)
+        return create_engine(
+            url, pool_pre_ping=True, connect_args=_pg_connect_args(url, busy_timeout)
+        )
     engine = create_engine(
         url,
         # :memory: exists in one connection only, so all threads share it (the store
         # serializes them); a file gets a pool of reused connections.
         poolclass=StaticPool if is_memory(url) else QueuePool,
-        connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_S},
+        connect_args={"check_same_thread": False, "timeout": busy_timeout},
     )
-    _install_sqlite_hooks(engine, url, wal=wal)
+    _install_sqlite_hooks(engine, url, wal=wal, busy_timeout=busy_timeout)
     return engine
 
 
-def build_async_engine(url: URL) -> AsyncEngine:
-    """A pooled async engine with the same SQLite hooks as the sync one."""
+def build_async_engine(url: URL, *, busy_timeout: float = BUSY_TIMEOUT_S) -> AsyncEngine:
+    """A pooled async engine with the SQLite hooks of the sync one, except the switch to WAL.
+
+    Building it imports the driver (file reads): call it off the event loop.
+    """
     if url.get_backend_name() != "sqlite":
-        return create_async_engine(url, pool_pre_ping=True)
+        return create_async_engine(
+            url, pool_pre_ping=True, connect_args=_pg_connect_args(url, busy_timeout)
+        )
     pool = StaticPool if is_memory(url) else AsyncAdaptedQueuePool
-    engine = create_async_engine(url, poolclass=pool, connect_args={"timeout": BUSY_TIMEOUT_S})
-    _install_sqlite_hooks(engine.sync_engine, url, wal=True)
+    engine = create_async_engine(url, poolclass=pool, connect_args={"timeout": busy_timeout})
+    _install_sqlite_hooks(engine.sync_engine, url, wal=False, busy_timeout=busy_timeout)
     return engine
 
 
@@ -187,7 +208,7 @@ async def dispose_from_other_loop(engine: AsyncEngine) -> None:
         await engine.dispose(close=False)
 
 
-def describe_error(exc: BaseException, where: str) -> str:
+def describe_error(exc: BaseException, where: str, busy_timeout: float = BUSY_TIMEOUT_S) -> str:
     """One line naming the store (password masked), what went wrong and what to do."""
     if isinstance(exc, ImportError):
         return (
@@ -202,7 +223,12 @@ def describe_error(exc: BaseException, where: str) -> str:
     elif isinstance(exc, DataError):
         advice = "a value cannot be stored (PostgreSQL text cannot hold NUL characters)"
     elif "locked" in reason:
-        advice = f"another connection held the write lock for over {BUSY_TIMEOUT_S} s; retry"
+        advice = (
+            f"another connection held the write lock for over {busy_timeout:g} s "
+            "(busy_timeout); the next call tries again"
+        )
+    elif isinstance(exc, OSError):
+        advice = "check that the path exists and this process may read and write it"
     elif where.startswith("sqlite"):
         advice = "check the path in the URL, and that the file's folder exists and is writable"
     else:

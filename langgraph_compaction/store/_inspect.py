@@ -31,18 +31,22 @@ from langgraph_compaction.store._engine import (
     mask_url,
 )
 from langgraph_compaction.store._migrate import SCHEMA_VERSION, stored_schema_version
+from langgraph_compaction.store._render import WIDTH, render_text, wrap
 from langgraph_compaction.store._store import SummaryStore
 from langgraph_compaction.store._tables import summaries, threads
 
-__all__ = ["check_store", "load_report", "main", "migrate_store", "render_table", "render_text"]
+__all__ = ["check_store", "load_report", "main", "migrate_store"]
 
 _PARENT = summaries.alias("parent")
 
 
 def load_report(
-    url: str, *, thread: str | None = None, namespace: str | None = None
+    url: str, *, thread: str | None = None, namespace: str | None = None, full: bool = False
 ) -> dict[str, Any]:
     """Read the store's threads (and, for ``thread``, its versions) as plain data.
+
+    Each summary comes as an 80-character ``summary_preview``; ``full`` adds its whole text
+    as ``summary``.
 
     Raises:
         SummaryStoreError: the URL is bad, the database unreachable, or the tables missing.
@@ -58,10 +62,10 @@ def load_report(
             report: dict[str, Any] = {
                 "url": where,
                 "schema_version": stored_schema_version(conn),
-                "threads": _threads(conn, columns, thread, namespace),
+                "threads": _threads(conn, columns, thread, namespace, full),
             }
             if thread is not None:
-                report["versions"] = _versions(conn, columns, thread, namespace)
+                report["versions"] = _versions(conn, columns, thread, namespace, full)
             return report
     except SQLAlchemyError as exc:
         raise SummaryStoreError(describe_error(exc, where)) from exc
@@ -97,7 +101,7 @@ def _filtered(stmt: Select[Any], table: Any, thread: str | None, ns: str | None)
 
 
 def _threads(
-    conn: Connection, columns: list[Column[Any]], thread: str | None, ns: str | None
+    conn: Connection, columns: list[Column[Any]], thread: str | None, ns: str | None, full: bool
 ) -> list[dict[str, Any]]:
     """One entry per (thread, namespace) with a summary or a state row, newest summary first."""
     s = summaries.c
@@ -114,7 +118,7 @@ def _threads(
     found: dict[tuple[str, str], dict[str, Any]] = {}
     for row in conn.execute(newest).mappings():
         found[(row["thread_id"], row["namespace"])] = {
-            **_summary_fields(row, columns),
+            **_summary_fields(row, columns, full),
             "versions": row["versions"],
         }
     for row in conn.execute(_filtered(select(threads), threads, thread, ns)).mappings():
@@ -125,7 +129,7 @@ def _threads(
 
 
 def _versions(
-    conn: Connection, columns: list[Column[Any]], thread: str, ns: str | None
+    conn: Connection, columns: list[Column[Any]], thread: str, ns: str | None, full: bool
 ) -> list[dict[str, Any]]:
     """Every stored version of one thread, oldest first, with the parent's version."""
     s = summaries.c
@@ -135,10 +139,10 @@ def _versions(
         .order_by(s.namespace, s.version)
     )
     stmt = _filtered(stmt, summaries, thread, ns)
-    return [_summary_fields(row, columns) for row in conn.execute(stmt).mappings()]
+    return [_summary_fields(row, columns, full) for row in conn.execute(stmt).mappings()]
 
 
-def _summary_fields(row: Any, columns: list[Column[Any]]) -> dict[str, Any]:
+def _summary_fields(row: Any, columns: list[Column[Any]], full: bool) -> dict[str, Any]:
     fields = {c.name: _plain(row[c.name]) for c in columns if c.name != "summary"}
     fields["rescued_message_ids"] = json.loads(row["rescued_message_ids"])
     # A parent deleted by retention is gone, but schema 2 still stores its version.
@@ -146,118 +150,13 @@ def _summary_fields(row: Any, columns: list[Column[Any]]) -> dict[str, Any]:
     fields["parent_version"] = row["parent_row_version"] or fields.get("parent_version")
     fields["parent_gone"] = gone
     fields["summary_preview"] = " ".join(row["summary"].split())[:80]
+    if full:
+        fields["summary"] = row["summary"]
     return fields
 
 
 def _plain(value: Any) -> Any:
     return value.isoformat() if isinstance(value, datetime) else value
-
-
-def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Columns aligned to their widest cell, numbers right-aligned."""
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
-    # A column is numeric when every filled cell ("-" is empty) is a number.
-    numeric = [
-        any(r[i] != "-" for r in rows) and all(r[i] == "-" or _is_number(r[i]) for r in rows)
-        for i in range(len(headers))
-    ]
-
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(
-            c.rjust(w) if num else c.ljust(w)
-            for c, w, num in zip(cells, widths, numeric, strict=True)
-        ).rstrip()
-
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
-
-
-def _is_number(cell: str) -> bool:
-    return cell.replace(",", "").replace(".", "", 1).replace("%", "").isdigit()
-
-
-def _stamp(iso: str | None) -> str:
-    return "-" if iso is None else iso.replace("T", " ")[:19]
-
-
-def _parent(entry: dict[str, Any]) -> str:
-    if entry.get("parent_id") is None:
-        return "-"
-    if entry.get("parent_version") is None:  # deleted by retention, version not recorded
-        return f"gone:{entry['parent_id'][:8]}"
-    return f"v{entry['parent_version']}" + (" (gone)" if entry.get("parent_gone") else "")
-
-
-def _ratio(entry: dict[str, Any]) -> str:
-    source = entry.get("source_tokens") or 0
-    return f"{entry['summary_tokens'] / source:.1%}" if source else "-"
-
-
-def _num(value: Any) -> str:
-    return "-" if value is None else f"{value:,}" if isinstance(value, int) else f"{value:.3f}"
-
-
-_THREAD_HEADERS = (
-    "THREAD", "NAMESPACE", "VERSIONS", "LATEST", "PARENT", "SUMMARY TOK", "SOURCE TOK", "RATIO",
-    "CREATED (UTC)", "FAILURES", "LAST FAILURE (UTC)", "LAST ERROR", "CALIBRATION",
-)  # fmt: skip
-_VERSION_HEADERS = (
-    "NAMESPACE", "VERSION", "ID", "PARENT", "KIND", "COVERED", "SUMMARY TOK", "SOURCE TOK",
-    "RATIO", "CREATED (UTC)", "MODEL", "SUMMARY",
-)  # fmt: skip
-
-
-def _thread_cells(e: dict[str, Any]) -> list[str]:
-    summarized = "version" in e  # False for a thread that only has failures or calibration
-    return [
-        json.dumps(e["thread_id"]) if e["thread_id"] == "" else e["thread_id"],
-        e["namespace"],
-        str(e["versions"]),
-        f"v{e['version']}" if summarized else "-",
-        _parent(e),
-        _num(e.get("summary_tokens")),
-        _num(e.get("source_tokens")),
-        _ratio(e) if summarized else "-",
-        _stamp(e.get("created_at")),
-        _num(e.get("consecutive_failures", 0)),
-        _stamp(e.get("last_failure_at")),
-        " ".join((e.get("last_error") or "-").split())[:40],
-        _num(e.get("calibration")),
-    ]
-
-
-def _version_cells(v: dict[str, Any]) -> list[str]:
-    return [
-        v["namespace"],
-        str(v["version"]),
-        v["id"][:8],
-        _parent(v),
-        v["kind"],
-        _num(v["covered_messages"]),
-        _num(v["summary_tokens"]),
-        _num(v["source_tokens"]),
-        _ratio(v),
-        _stamp(v["created_at"]),
-        v["model"] or "-",
-        v["summary_preview"][:40],
-    ]
-
-
-def render_text(report: dict[str, Any]) -> str:
-    """The report as aligned tables for people."""
-    entries = report["threads"]
-    total = sum(e["versions"] for e in entries)
-    out = [
-        f"store {report['url']}  schema_version {report['schema_version'] or '-'}  "
-        f"{len(entries)} thread(s), {total} summary version(s)",
-        "",
-        render_table(_THREAD_HEADERS, [_thread_cells(e) for e in entries])
-        if entries
-        else "(no threads)",
-    ]
-    if "versions" in report:
-        rows = [_version_cells(v) for v in report["versions"]]
-        out += ["", render_table(_VERSION_HEADERS, rows) if rows else "(no summaries)"]
-    return "\n".join(out)
 
 
 def check_store(url: str) -> list[str]:
@@ -309,6 +208,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd.add_argument("--url", required=True, help="e.g. sqlite:///compaction.db")
     cmd.add_argument("--thread", help="list every version of this thread id")
     cmd.add_argument("--namespace", help="only this namespace")
+    cmd.add_argument(
+        "--full",
+        action="store_true",
+        help="print whole summaries: each version's with --thread, else each thread's newest",
+    )
     cmd.add_argument("--json", action="store_true", help="print JSON instead of tables")
     check = commands.add_parser("check", help="check the rows' consistency; exit 1 on problems")
     check.add_argument("--url", required=True)
@@ -321,13 +225,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _print_check(check_store(args.url), args.url, as_json=args.json)
         if args.command == "migrate":
             before, after = migrate_store(args.url)
-            print(f"{mask_url(args.url)}: schema_version {before or '(none)'} -> {after}")
+            print(
+                "\n".join(
+                    wrap(f"{mask_url(args.url)}: schema_version {before or '(none)'} -> {after}")
+                )
+            )
             return 0
-        report = load_report(args.url, thread=args.thread, namespace=args.namespace)
+        report = load_report(args.url, thread=args.thread, namespace=args.namespace, full=args.full)
     except SummaryStoreError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(json.dumps(report, indent=2) if args.json else render_text(report))
+    print(json.dumps(report, indent=2) if args.json else render_text(report, full=args.full))
     return 0
 
 
@@ -335,8 +243,10 @@ def _print_check(problems: list[str], url: str, *, as_json: bool) -> int:
     if as_json:
         print(json.dumps({"url": mask_url(url), "ok": not problems, "problems": problems}))
     elif problems:
-        print(f"{mask_url(url)}: {len(problems)} problem(s)")
-        print("\n".join(f"- {p}" for p in problems))
+        print("\n".join(wrap(f"{mask_url(url)}: {len(problems)} problem(s)")))
+        for problem in problems:
+            lines = wrap(problem, WIDTH - 2)
+            print("\n".join([f"- {lines[0]}", *(f"  {line}" for line in lines[1:])]))
     else:
-        print(f"{mask_url(url)}: ok")
+        print("\n".join(wrap(f"{mask_url(url)}: ok")))
     return 1 if problems else 0

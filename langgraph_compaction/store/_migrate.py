@@ -20,16 +20,26 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, inspect, select
+from sqlalchemy import (
+    Column,
+    Connection,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    inspect,
+    select,
+)
 from sqlalchemy.exc import SQLAlchemyError
 
 from langgraph_compaction._exceptions import SummaryStoreError
-from langgraph_compaction.store._tables import lock_schema, meta, summaries
+from langgraph_compaction.store._tables import lock_schema, meta, metadata, summaries
 
 __all__ = [
     "HEAD_REVISION",
     "SCHEMA_VERSION",
     "VERSION_TABLE",
+    "create_head_schema",
     "current_revision",
     "ensure_schema",
     "schema_is_current",
@@ -37,7 +47,7 @@ __all__ = [
     "stored_schema_version",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The schema this package reads and writes."""
 
 HEAD_REVISION = f"{SCHEMA_VERSION:04d}"
@@ -50,6 +60,14 @@ _FIRST_RELEASE_REVISION = "0001"
 """What a store made before Alembic (``schema_version = 1``, same tables) is stamped with."""
 
 _SCRIPTS = "langgraph_compaction.store:migrations"
+
+_alembic_version = Table(
+    VERSION_TABLE,
+    MetaData(),
+    Column("version_num", String(32), nullable=False),
+    PrimaryKeyConstraint("version_num", name=f"{VERSION_TABLE}_pkc"),
+)
+"""Alembic's version table as Alembic creates it, for :func:`create_head_schema`."""
 
 
 def alembic_config(connection: Connection) -> Config:
@@ -115,6 +133,19 @@ def ensure_schema(conn: Connection) -> None:
             )
         command.stamp(config, _FIRST_RELEASE_REVISION)
     command.upgrade(config, "head")
+
+
+def create_head_schema(conn: Connection) -> None:
+    """Create the current tables in an empty database, as the migrations would, no files read.
+
+    For a new in-memory database reached from an event loop, where reading the migration
+    scripts would block the loop; a file or server database is migrated by
+    :func:`ensure_schema` off the loop instead. A test keeps the two schemas identical.
+    """
+    metadata.create_all(conn)
+    _alembic_version.create(conn)
+    conn.execute(_alembic_version.insert().values(version_num=HEAD_REVISION))
+    conn.execute(meta.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
 
 
 def _refuse_newer(revision: str | None, stored: str | None) -> None:

@@ -67,7 +67,7 @@ class SummaryRecord:
 
 @dataclass(frozen=True, slots=True)
 class ThreadState:
-    """A thread's failure count and token calibration; zero and empty for a thread never seen."""
+    """A thread's failure count, token calibration and generation; zeros for a thread never seen."""
 
     thread_id: str
     namespace: str
@@ -79,6 +79,9 @@ class ThreadState:
     """Measured/estimated token ratio, for correcting the token estimate."""
     last_error: str | None
     """The most recent failure's message; kept after a reset, for people inspecting."""
+    generation: int = 0
+    """How many times the thread was deleted; pass it back to writes (``generation=``) so
+    that a result computed before a deletion is refused instead of reviving the thread."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,40 +1,23 @@
 """SummaryStore: one URL serving the sync and the async graph path.
 
-The sync and the async engine are derived from the same URL and created on first use, so a
-store used only synchronously never starts an async driver. Every operation is one function
-of ``_tables`` over a sync connection; an async method runs that same function through
+Every operation is one function of ``_tables``, ``_threads`` or ``_leases`` over a sync
+connection; ``_database`` runs it on the sync engine, or on the async engine through
 ``AsyncConnection.run_sync``, so each public method stays a line or two.
 """
 
 from __future__ import annotations
 
-import asyncio
-import threading
-import weakref
-from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+import math
+from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy import Connection
 
-from langgraph_compaction._exceptions import SummaryStoreError
-from langgraph_compaction.store import _tables
+from langgraph_compaction.store import _leases, _tables, _threads
 from langgraph_compaction.store._check import find_problems
-from langgraph_compaction.store._engine import (
-    WRITE_OPTION,
-    build_async_engine,
-    build_sync_engine,
-    derive_urls,
-    describe_error,
-    dispose_at_loop_shutdown,
-    dispose_from_other_loop,
-    is_memory,
-    mask_url,
-)
-from langgraph_compaction.store._migrate import ensure_schema, schema_is_current
+from langgraph_compaction.store._database import Database
+from langgraph_compaction.store._engine import BUSY_TIMEOUT_S
+from langgraph_compaction.store._leases import HEARTBEAT, Lease
 from langgraph_compaction.store._records import (
     NewSummary,
     SummaryKind,
@@ -46,10 +29,14 @@ from langgraph_compaction.store._records import (
 
 __all__ = ["SummaryStore"]
 
-T = TypeVar("T")
-
 _ADD_ATTEMPTS = 5
 """Tries of one add_summary when a writer outside this package takes the same version."""
+
+
+def _positive(name: str, value: float) -> float:
+    if isinstance(value, bool) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a number of seconds > 0, got {value!r}")
+    return float(value)
 
 
 class SummaryStore:
@@ -57,8 +44,9 @@ class SummaryStore:
 
     One object serves the sync and the async graph path, is safe to share across threads
     (the sync engine's connection pool), and creates or upgrades its tables on first use
-    (Alembic migrations shipped in the package; a store written by a newer release is refused
-    with SummaryStoreError naming both schema versions).
+    (Alembic migrations shipped in the package, run off the event loop on the async path; a
+    store written by a newer release is refused with SummaryStoreError naming both schema
+    versions). Every failure is a SummaryStoreError, and the next call tries again.
 
     ```python
     store = SummaryStore("sqlite:///compaction.db", retention=20)
@@ -70,11 +58,16 @@ class SummaryStore:
     later (one loop after another, as in tests), the store closes it and builds a new one;
     using one store from two loops *at the same time* is not supported. Call ``aclose()``
     before a loop ends. With ``sqlite:///:memory:`` the sync and the async path each get their
-    own database, not shared.
+    own database, not shared (and leases taken on the async path are not renewed).
     """
 
     def __init__(
-        self, url: str = "sqlite:///compaction.db", *, retention: int | None = None
+        self,
+        url: str = "sqlite:///compaction.db",
+        *,
+        retention: int | None = None,
+        lease_ttl: float = 30.0,
+        busy_timeout: float = BUSY_TIMEOUT_S,
     ) -> None:
         """Prepare the store at ``url``; nothing connects until the first call.
 
@@ -83,28 +76,21 @@ class SummaryStore:
                 async driver is derived from it.
             retention: keep only this many newest versions per thread; None keeps all. The
                 oldest kept row's ``parent_id`` may then name a deleted row.
+            lease_ttl: seconds a summary lease outlives its holder's last renewal; the
+                holder's process renews it every ``lease_ttl / 3``.
+            busy_timeout: seconds a SQLite connection waits for another writer's lock (and a
+                PostgreSQL connection attempt for the server) before the call fails.
 
         Raises:
             SummaryStoreError: the URL cannot be parsed or names an unsupported database.
-            ValueError: retention is not a positive integer.
+            ValueError: retention is not a positive integer, or a timeout not > 0.
         """
         if retention is not None and (isinstance(retention, bool) or retention < 1):
             raise ValueError(f"retention must be a positive integer or None, got {retention!r}")
         self._url = url
-        self._where = mask_url(url)
         self._retention = retention
-        self._sync_url, self._async_url = derive_urls(url)
-        self._lock = threading.Lock()
-        # A shared :memory: connection cannot run two transactions at once.
-        memory = is_memory(self._sync_url)
-        self._serial: AbstractContextManager[Any] = threading.Lock() if memory else nullcontext()
-        self._engine: Engine | None = None
-        self._aengine: AsyncEngine | None = None
-        self._aloop: weakref.ref[asyncio.AbstractEventLoop] | None = None
-        self._acloser: AsyncGenerator[None, None] | None = None
-        """Keeps the loop-shutdown hook of the current async engine alive."""
-        self._aserial: asyncio.Lock | None = None
-        self._aschema_ready = False
+        self._lease_ttl = _positive("lease_ttl", lease_ttl)
+        self._db = Database(url, _positive("busy_timeout", busy_timeout))
 
     @property
     def url(self) -> str:
@@ -116,129 +102,26 @@ class SummaryStore:
         """How many newest versions per thread are kept; None keeps all."""
         return self._retention
 
+    @property
+    def lease_ttl(self) -> float:
+        """Seconds a lease outlives its holder's last renewal."""
+        return self._lease_ttl
+
+    @property
+    def busy_timeout(self) -> float:
+        """Seconds a connection waits for a lock (SQLite) or the server (PostgreSQL)."""
+        return self._db.busy_timeout
+
     def __repr__(self) -> str:
-        return f"SummaryStore({self._where!r}, retention={self._retention!r})"
-
-    # -- engines and transactions ------------------------------------------------------------
-
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        """Turn database and driver errors into SummaryStoreError naming this store."""
-        try:
-            yield
-        except SummaryStoreError as exc:  # raised by an operation, which does not know the URL
-            raise SummaryStoreError(f"summary store {self._where}: {exc}") from exc
-        except (SQLAlchemyError, ImportError) as exc:
-            raise SummaryStoreError(describe_error(exc, self._where)) from exc
-
-    def _sync_engine(self) -> Engine:
-        if self._engine is not None:  # the common case, without taking the lock
-            return self._engine
-        with self._lock:
-            if self._engine is None:
-                engine = build_sync_engine(self._sync_url)
-                try:
-                    with self._serial, engine.connect() as conn:
-                        if not schema_is_current(conn):
-                            conn.rollback()  # end the read; migrate under the write lock
-                            conn.execution_options(**{WRITE_OPTION: True})
-                            with conn.begin():
-                                ensure_schema(conn)
-                except BaseException:
-                    engine.dispose()
-                    raise
-                self._engine = engine
-            return self._engine
-
-    async def _async_engine(self) -> AsyncEngine:
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            stale, built = None, False
-            if self._aengine is not None and (self._aloop is None or self._aloop() is not loop):
-                stale, self._aengine = self._aengine, None
-            if self._aengine is None:
-                self._aengine, built = build_async_engine(self._async_url), True
-                self._aloop, self._aschema_ready = weakref.ref(loop), False
-                self._aserial = asyncio.Lock() if is_memory(self._async_url) else None
-            engine = self._aengine
-        if built:
-            self._acloser = dispose_at_loop_shutdown(engine)
-            await anext(self._acloser)
-        if stale is not None:
-            await dispose_from_other_loop(stale)
-        if not self._aschema_ready:
-            async with self._aserial or nullcontext(), engine.connect() as conn:
-                if not await conn.run_sync(schema_is_current):
-                    await conn.rollback()  # end the read; migrate under the write lock
-                    await conn.execution_options(**{WRITE_OPTION: True})
-                    async with conn.begin():
-                        await conn.run_sync(ensure_schema)
-            self._aschema_ready = True
-        return engine
-
-    def _options(self, write: bool, single: bool) -> dict[str, Any]:
-        # A lookup is one statement, consistent on its own: on PostgreSQL it runs without
-        # BEGIN/COMMIT, two round trips fewer (SQLite reads skip BEGIN in the begin hook).
-        if single and not write and self._sync_url.get_backend_name() == "postgresql":
-            return {WRITE_OPTION: False, "isolation_level": "AUTOCOMMIT"}
-        return {WRITE_OPTION: write}
-
-    def _run(
-        self,
-        op: Callable[[Connection], T],
-        *,
-        write: bool = False,
-        attempts: int = 1,
-        single: bool = True,
-    ) -> T:
-        with self._errors():
-            engine = self._sync_engine()
-            for attempt in range(1, attempts + 1):
-                try:
-                    with self._serial, engine.connect() as conn:
-                        conn.execution_options(**self._options(write, single))
-                        with conn.begin():
-                            return op(conn)
-                except IntegrityError:
-                    if attempt == attempts:
-                        raise
-        raise AssertionError("attempts must be >= 1")
-
-    async def _arun(
-        self,
-        op: Callable[[Connection], T],
-        *,
-        write: bool = False,
-        attempts: int = 1,
-        single: bool = True,
-    ) -> T:
-        with self._errors():
-            engine = await self._async_engine()
-            for attempt in range(1, attempts + 1):
-                try:
-                    async with self._aserial or nullcontext(), engine.connect() as conn:
-                        await conn.execution_options(**self._options(write, single))
-                        async with conn.begin():
-                            return await conn.run_sync(op)
-                except IntegrityError:
-                    if attempt == attempts:
-                        raise
-        raise AssertionError("attempts must be >= 1")
+        return f"SummaryStore({self._db.where!r}, retention={self._retention!r})"
 
     def close(self) -> None:
         """Close the sync engine's pooled connections; the store reopens on next use."""
-        with self._lock:
-            engine, self._engine = self._engine, None
-        if engine is not None:
-            engine.dispose()
+        self._db.close()
 
     async def aclose(self) -> None:
         """Close the async and the sync engine's connections; the store reopens on next use."""
-        with self._lock:
-            engine, self._aengine = self._aengine, None
-        if engine is not None:
-            await engine.dispose()
-        self.close()
+        await self._db.aclose()
 
     def __enter__(self) -> SummaryStore:
         return self
@@ -261,37 +144,39 @@ class SummaryStore:
 
     def list_summaries(self, thread_id: str, namespace: str = "default") -> list[SummaryRecord]:
         """Every stored summary of the thread, oldest (lowest version) first."""
-        return self._run(lambda c: _tables.list_summaries(c, thread_id, namespace))
+        return self._db.run(lambda c: _tables.list_summaries(c, thread_id, namespace))
 
     async def alist_summaries(
         self, thread_id: str, namespace: str = "default"
     ) -> list[SummaryRecord]:
         """Async :meth:`list_summaries`."""
-        return await self._arun(lambda c: _tables.list_summaries(c, thread_id, namespace))
+        return await self._db.arun(lambda c: _tables.list_summaries(c, thread_id, namespace))
 
     def latest_summaries(
         self, thread_id: str, namespace: str = "default", limit: int = 8
     ) -> list[SummaryRecord]:
         """The newest ``limit`` summaries of the thread, newest first: the reuse candidates."""
-        return self._run(lambda c: _tables.latest_summaries(c, thread_id, namespace, limit))
+        return self._db.run(lambda c: _tables.latest_summaries(c, thread_id, namespace, limit))
 
     async def alatest_summaries(
         self, thread_id: str, namespace: str = "default", limit: int = 8
     ) -> list[SummaryRecord]:
         """Async :meth:`latest_summaries`."""
-        return await self._arun(lambda c: _tables.latest_summaries(c, thread_id, namespace, limit))
+        return await self._db.arun(
+            lambda c: _tables.latest_summaries(c, thread_id, namespace, limit)
+        )
 
     def find_summary(
         self, thread_id: str, namespace: str, prefix_hash: str
     ) -> SummaryRecord | None:
         """The thread's summary of exactly this prefix, or None."""
-        return self._run(lambda c: _tables.find_summary(c, thread_id, namespace, prefix_hash))
+        return self._db.run(lambda c: _tables.find_summary(c, thread_id, namespace, prefix_hash))
 
     async def afind_summary(
         self, thread_id: str, namespace: str, prefix_hash: str
     ) -> SummaryRecord | None:
         """Async :meth:`find_summary`."""
-        return await self._arun(
+        return await self._db.arun(
             lambda c: _tables.find_summary(c, thread_id, namespace, prefix_hash)
         )
 
@@ -310,18 +195,21 @@ class SummaryStore:
         kind: SummaryKind,
         model: str | None,
         rescued_message_ids: Sequence[str],
+        generation: int | None = None,
     ) -> SummaryRecord:
         """Store a summary as the thread's next version, in one transaction.
 
         If the thread already holds a summary of this ``prefix_hash`` (say another worker just
         wrote it), nothing is written and that row is returned. With ``retention`` set, the
-        versions beyond it are deleted in the same transaction.
+        versions beyond it are deleted in the same transaction. With ``generation`` (from
+        :meth:`thread_state`), a thread deleted since then gets nothing written.
 
         Returns:
             The stored row, with its id, version and created_at.
 
         Raises:
             ValueError: the summary is blank or a field invalid; nothing is stored.
+            ThreadDeletedError: the thread's generation is no longer ``generation``.
             SummaryStoreError: the database failed; nothing is stored.
         """
         new = NewSummary(
@@ -338,7 +226,7 @@ class SummaryStore:
             model=model,
             rescued_message_ids=message_ids(rescued_message_ids),
         )
-        return self._run(self._insert(new), write=True, attempts=_ADD_ATTEMPTS)
+        return self._db.run(self._insert(new, generation), write=True, attempts=_ADD_ATTEMPTS)
 
     async def aadd_summary(
         self,
@@ -355,6 +243,7 @@ class SummaryStore:
         kind: SummaryKind,
         model: str | None,
         rescued_message_ids: Sequence[str],
+        generation: int | None = None,
     ) -> SummaryRecord:
         """Async :meth:`add_summary`."""
         new = NewSummary(
@@ -371,62 +260,160 @@ class SummaryStore:
             model=model,
             rescued_message_ids=message_ids(rescued_message_ids),
         )
-        return await self._arun(self._insert(new), write=True, attempts=_ADD_ATTEMPTS)
+        op = self._insert(new, generation)
+        return await self._db.arun(op, write=True, attempts=_ADD_ATTEMPTS)
 
-    def _insert(self, new: NewSummary) -> Callable[[Connection], SummaryRecord]:
-        return lambda conn: _tables.insert_summary(conn, new, self._retention)
+    def _insert(
+        self, new: NewSummary, generation: int | None
+    ) -> Callable[[Connection], SummaryRecord]:
+        def insert(conn: Connection) -> SummaryRecord:
+            _threads.check_generation(conn, new.thread_id, new.namespace, generation)
+            return _tables.insert_summary(conn, new, self._retention)
+
+        return insert
 
     # -- per-thread state --------------------------------------------------------------------
 
     def thread_state(self, thread_id: str, namespace: str) -> ThreadState:
-        """The thread's failure count and calibration."""
-        return self._run(lambda c: _tables.thread_state(c, thread_id, namespace))
+        """The thread's failure count, calibration and current generation."""
+        return self._db.run(lambda c: _threads.thread_state(c, thread_id, namespace))
 
     async def athread_state(self, thread_id: str, namespace: str) -> ThreadState:
         """Async :meth:`thread_state`."""
-        return await self._arun(lambda c: _tables.thread_state(c, thread_id, namespace))
+        return await self._db.arun(lambda c: _threads.thread_state(c, thread_id, namespace))
 
     def record_failure(
-        self, thread_id: str, namespace: str, *, message_count: int, error: str
+        self,
+        thread_id: str,
+        namespace: str,
+        *,
+        message_count: int,
+        error: str,
+        generation: int | None = None,
     ) -> ThreadState:
-        """Count a failed summary call, made at a history of ``message_count`` messages."""
-        return self._run(_failure(thread_id, namespace, message_count, error), write=True)
+        """Count a failed summary call, made at a history of ``message_count`` messages.
+
+        Raises:
+            ThreadDeletedError: ``generation`` given and the thread deleted since.
+        """
+        op = _failure(thread_id, namespace, message_count, error, generation)
+        return self._db.run(op, write=True)
 
     async def arecord_failure(
-        self, thread_id: str, namespace: str, *, message_count: int, error: str
+        self,
+        thread_id: str,
+        namespace: str,
+        *,
+        message_count: int,
+        error: str,
+        generation: int | None = None,
     ) -> ThreadState:
         """Async :meth:`record_failure`."""
-        return await self._arun(_failure(thread_id, namespace, message_count, error), write=True)
+        op = _failure(thread_id, namespace, message_count, error, generation)
+        return await self._db.arun(op, write=True)
 
-    def reset_failures(self, thread_id: str, namespace: str) -> None:
-        """Zero the failure count after a successful summary."""
-        self._run(lambda c: _tables.reset_failures(c, thread_id, namespace), write=True)
+    def reset_failures(
+        self, thread_id: str, namespace: str, *, generation: int | None = None
+    ) -> None:
+        """Zero the failure count after a successful summary (see ``generation`` above)."""
+        self._db.run(_reset(thread_id, namespace, generation), write=True)
 
-    async def areset_failures(self, thread_id: str, namespace: str) -> None:
+    async def areset_failures(
+        self, thread_id: str, namespace: str, *, generation: int | None = None
+    ) -> None:
         """Async :meth:`reset_failures`."""
-        await self._arun(lambda c: _tables.reset_failures(c, thread_id, namespace), write=True)
+        await self._db.arun(_reset(thread_id, namespace, generation), write=True)
 
-    def set_calibration(self, thread_id: str, namespace: str, ratio: float) -> None:
+    def set_calibration(
+        self, thread_id: str, namespace: str, ratio: float, *, generation: int | None = None
+    ) -> None:
         """Store the thread's measured/estimated token ratio (finite, > 0; else ValueError)."""
-        self._run(_calibration(thread_id, namespace, ratio), write=True)
+        self._db.run(_calibration(thread_id, namespace, ratio, generation), write=True)
 
-    async def aset_calibration(self, thread_id: str, namespace: str, ratio: float) -> None:
+    async def aset_calibration(
+        self, thread_id: str, namespace: str, ratio: float, *, generation: int | None = None
+    ) -> None:
         """Async :meth:`set_calibration`."""
-        await self._arun(_calibration(thread_id, namespace, ratio), write=True)
+        await self._db.arun(_calibration(thread_id, namespace, ratio, generation), write=True)
+
+    # -- deletion ----------------------------------------------------------------------------
 
     def delete_thread(self, thread_id: str, namespace: str | None = None) -> int:
-        """Delete the thread's summaries and state in one namespace (None: in all).
+        """Delete the thread's summaries, state and leases in one namespace (None: in all).
+
+        Final: the thread's generation goes up in the same transaction, so a summary computed
+        before (here or in another process) that carries the old generation is refused, and
+        :meth:`deletion_epoch` changes for every store of this process on this database.
 
         Returns:
             How many summaries were deleted.
         """
-        return self._run(lambda c: _tables.delete_thread(c, thread_id, namespace), write=True)
+        try:
+            return self._db.run(
+                lambda c: _threads.delete_thread(c, thread_id, namespace), write=True
+            )
+        finally:  # also after a failure: forgetting a cached summary too many is harmless
+            _threads.DELETIONS.bump(self._db.identity, thread_id, namespace)
 
     async def adelete_thread(self, thread_id: str, namespace: str | None = None) -> int:
         """Async :meth:`delete_thread`."""
-        return await self._arun(
-            lambda c: _tables.delete_thread(c, thread_id, namespace), write=True
-        )
+        try:
+            return await self._db.arun(
+                lambda c: _threads.delete_thread(c, thread_id, namespace), write=True
+            )
+        finally:
+            _threads.DELETIONS.bump(self._db.identity, thread_id, namespace)
+
+    def deletion_epoch(self, thread_id: str, namespace: str) -> int:
+        """How many deletions of the thread this process made on this database; no I/O.
+
+        Shared by every SummaryStore of the process on the same database: record it beside a
+        cached summary, and stop serving that summary once the epoch has changed.
+        """
+        return _threads.DELETIONS.epoch(self._db.identity, thread_id, namespace)
+
+    # -- leases ------------------------------------------------------------------------------
+
+    def acquire_lease(self, thread_id: str, namespace: str, prefix_hash: str) -> Lease | None:
+        """Take the lease on summarizing this prefix; None while another owner holds it.
+
+        A taken lease is renewed by the process's heartbeat until :meth:`release_lease`; a
+        lease whose holder died is free ``lease_ttl`` after its last renewal.
+        """
+        lease = self._db.run(self._acquire(thread_id, namespace, prefix_hash), write=True)
+        return self._hold(lease)
+
+    async def aacquire_lease(
+        self, thread_id: str, namespace: str, prefix_hash: str
+    ) -> Lease | None:
+        """Async :meth:`acquire_lease`."""
+        lease = await self._db.arun(self._acquire(thread_id, namespace, prefix_hash), write=True)
+        return self._hold(lease)
+
+    def release_lease(self, lease: Lease) -> None:
+        """Give the lease back, if its owner still holds it; never raises for one gone."""
+        HEARTBEAT.drop(lease)
+        self._db.run(lambda c: _leases.release(c, lease), write=True)
+
+    async def arelease_lease(self, lease: Lease) -> None:
+        """Async :meth:`release_lease`."""
+        HEARTBEAT.drop(lease)
+        await self._db.arun(lambda c: _leases.release(c, lease), write=True)
+
+    def _acquire(
+        self, thread_id: str, namespace: str, prefix_hash: str
+    ) -> Callable[[Connection], Lease | None]:
+        owner, ttl = _leases.new_owner(), self._lease_ttl
+        return lambda c: _leases.acquire(c, thread_id, namespace, prefix_hash, owner, ttl)
+
+    def _hold(self, lease: Lease | None) -> Lease | None:
+        if lease is not None:
+            HEARTBEAT.hold(lease, self._renew, self._lease_ttl / 3)
+        return lease
+
+    def _renew(self, lease: Lease) -> bool:
+        """Called by the heartbeat thread, never on an event loop."""
+        return self._db.run(lambda c: _leases.renew(c, lease, self._lease_ttl), write=True)
 
     # -- upkeep ------------------------------------------------------------------------------
 
@@ -438,19 +425,27 @@ class SummaryStore:
         Returns:
             One sentence per problem found; an empty list when the store is sound.
         """
-        return self._run(find_problems, single=False)
+        return self._db.run(find_problems, single=False)
 
     async def acheck_integrity(self) -> list[str]:
         """Async :meth:`check_integrity`."""
-        return await self._arun(find_problems, single=False)
+        return await self._db.arun(find_problems, single=False)
 
 
 def _failure(
-    thread_id: str, namespace: str, message_count: int, error: str
+    thread_id: str, namespace: str, message_count: int, error: str, generation: int | None
 ) -> Callable[[Connection], ThreadState]:
-    return lambda conn: _tables.record_failure(conn, thread_id, namespace, message_count, error)
+    return lambda conn: _threads.record_failure(
+        conn, thread_id, namespace, message_count, error, generation
+    )
 
 
-def _calibration(thread_id: str, namespace: str, ratio: float) -> Callable[[Connection], None]:
+def _reset(thread_id: str, namespace: str, generation: int | None) -> Callable[[Connection], None]:
+    return lambda conn: _threads.reset_failures(conn, thread_id, namespace, generation)
+
+
+def _calibration(
+    thread_id: str, namespace: str, ratio: float, generation: int | None
+) -> Callable[[Connection], None]:
     check_calibration(ratio)  # before any database work
-    return lambda conn: _tables.set_calibration(conn, thread_id, namespace, ratio)
+    return lambda conn: _threads.set_calibration(conn, thread_id, namespace, ratio, generation)

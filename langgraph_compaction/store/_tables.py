@@ -1,8 +1,9 @@
-"""The store's tables and every statement run against them.
+"""The store's tables, and the statements on its summaries.
 
-Each operation is a plain function over a *sync* SQLAlchemy ``Connection``. The sync store
-calls it directly; the async store runs the very same function through
-``AsyncConnection.run_sync``, so the SQL and the row-to-record conversion exist once.
+Per-thread state and deletion live in ``_threads``, leases in ``_leases``. Each operation is a
+plain function over a *sync* SQLAlchemy ``Connection``. The sync store calls it directly; the
+async store runs the very same function through ``AsyncConnection.run_sync``, so the SQL and
+the row-to-record conversion exist once.
 
 Every column is a plain value a person can read in a SQLite browser: text, integers, a float,
 ISO-8601 timestamps (on SQLite) and a JSON array of message ids; no pickles or blobs.
@@ -35,7 +36,6 @@ from sqlalchemy import (
     func,
     select,
     text,
-    update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.types import DateTime, TypeEngine
@@ -45,25 +45,24 @@ from langgraph_compaction.store._records import (
     RECORD_FIELDS,
     NewSummary,
     SummaryRecord,
-    ThreadState,
     record_from_row,
 )
 
 __all__ = [
+    "ALL_NAMESPACES",
     "UTCDateTime",
-    "delete_thread",
+    "dialect_insert",
     "find_summary",
+    "generations",
     "insert_summary",
     "latest_summaries",
+    "leases",
     "list_summaries",
     "lock_schema",
+    "lock_thread",
     "meta",
     "metadata",
-    "record_failure",
-    "reset_failures",
-    "set_calibration",
     "summaries",
-    "thread_state",
     "threads",
 ]
 
@@ -164,6 +163,38 @@ threads = Table(
     PrimaryKeyConstraint("thread_id", "namespace", name="pk_compaction_threads"),
 )
 
+generations = Table(
+    "compaction_generations",
+    metadata,
+    Column("thread_id", Text, nullable=False),
+    # A namespace, or ALL_NAMESPACES for a deletion of the thread in every namespace.
+    Column("namespace", Text, nullable=False),
+    Column("generation", Integer, nullable=False),
+    Column("deleted_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("thread_id", "namespace", name="pk_compaction_generations"),
+)
+"""One row per deletion scope: how many times the thread was deleted there (schema 3).
+
+A thread's generation in a namespace is the sum of its row there and its ALL_NAMESPACES
+row; the rows outlive the deletion, so a write that read the old generation is refused.
+"""
+
+leases = Table(
+    "compaction_leases",
+    metadata,
+    Column("thread_id", Text, nullable=False),
+    Column("namespace", Text, nullable=False),
+    Column("prefix_hash", Text, nullable=False),
+    Column("owner", Text, nullable=False),
+    Column("acquired_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("thread_id", "namespace", "prefix_hash", name="pk_compaction_leases"),
+)
+"""Who is summarizing which prefix right now (schema 3); a row past expires_at is free."""
+
+ALL_NAMESPACES = "*"
+"""``compaction_generations.namespace`` of a deletion of the thread in every namespace."""
+
 meta = Table(
     "compaction_meta",
     metadata,
@@ -183,7 +214,7 @@ _NEWEST_FIRST = _IN_THREAD.order_by(summaries.c.version.desc()).limit(bindparam(
 _BY_PREFIX = _IN_THREAD.where(summaries.c.prefix_hash == bindparam("prefix_hash"))
 
 
-def _insert(conn: Connection, table: Table) -> postgresql.Insert | sqlite.Insert:
+def dialect_insert(conn: Connection, table: Table) -> postgresql.Insert | sqlite.Insert:
     """The dialect's INSERT, which has ON CONFLICT support on both supported backends."""
     if conn.dialect.name == "postgresql":
         return postgresql.insert(table)
@@ -206,6 +237,15 @@ def _pg_lock(conn: Connection, key: str | None) -> None:
 def lock_schema(conn: Connection) -> None:
     """Hold the schema lock until the transaction ends (SQLite: its write transaction does)."""
     _pg_lock(conn, None)
+
+
+def lock_thread(conn: Connection, thread_id: str) -> None:
+    """Hold the thread's write lock until the transaction ends (SQLite: its write lock does).
+
+    One key per thread id, whatever the namespace: a deletion in every namespace and a write
+    in one namespace then exclude each other, so a generation read under it stays true.
+    """
+    _pg_lock(conn, f"thread/{thread_id}")
 
 
 def list_summaries(conn: Connection, thread_id: str, namespace: str) -> list[SummaryRecord]:
@@ -237,7 +277,7 @@ def insert_summary(conn: Connection, new: NewSummary, retention: int | None) -> 
     Runs inside the caller's write transaction. A version collision with a writer that does not
     take the per-thread lock surfaces as IntegrityError, which the caller retries.
     """
-    _pg_lock(conn, f"{new.namespace}/{new.thread_id}")  # a clash only costs some waiting
+    lock_thread(conn, new.thread_id)  # a clash only costs some waiting
     existing = find_summary(conn, new.thread_id, new.namespace, new.prefix_hash)
     if existing is not None:
         return existing
@@ -257,7 +297,9 @@ def insert_summary(conn: Connection, new: NewSummary, retention: int | None) -> 
     }
     conflict = [summaries.c.thread_id, summaries.c.namespace, summaries.c.prefix_hash]
     conn.execute(
-        _insert(conn, summaries).values(values).on_conflict_do_nothing(index_elements=conflict)
+        dialect_insert(conn, summaries)
+        .values(values)
+        .on_conflict_do_nothing(index_elements=conflict)
     )
     stored = find_summary(conn, new.thread_id, new.namespace, new.prefix_hash)
     if stored is None:
@@ -308,77 +350,3 @@ def _trim(conn: Connection, thread_id: str, namespace: str, keep: int) -> None:
                 summaries.c.version <= cut,
             )
         )
-
-
-def thread_state(conn: Connection, thread_id: str, namespace: str) -> ThreadState:
-    """The thread's failure count and calibration (zero and empty for a thread never seen)."""
-    stmt = select(threads).where(threads.c.thread_id == thread_id, threads.c.namespace == namespace)
-    row = conn.execute(stmt).mappings().first()
-    if row is None:
-        return ThreadState(thread_id, namespace, 0, None, None, None)
-    return ThreadState(
-        thread_id=thread_id,
-        namespace=namespace,
-        consecutive_failures=row["consecutive_failures"],
-        messages_at_last_failure=row["messages_at_last_failure"],
-        calibration=row["calibration"],
-        last_error=row["last_error"],
-    )
-
-
-def _upsert_thread(
-    conn: Connection,
-    thread_id: str,
-    namespace: str,
-    inserted: dict[str, Any],
-    updated: dict[str, Any],
-) -> None:
-    """Insert the thread's row with ``inserted``, or apply ``updated`` to the existing row."""
-    now = datetime.now(UTC)
-    stmt = _insert(conn, threads).values(
-        thread_id=thread_id, namespace=namespace, updated_at=now, **inserted
-    )
-    key = [threads.c.thread_id, threads.c.namespace]
-    conn.execute(
-        stmt.on_conflict_do_update(index_elements=key, set_={**updated, "updated_at": now})
-    )
-
-
-def record_failure(
-    conn: Connection, thread_id: str, namespace: str, message_count: int, error: str
-) -> ThreadState:
-    """Count one more consecutive failure and return the new state."""
-    fields = {
-        "messages_at_last_failure": message_count,
-        "last_error": error[:_MAX_ERROR_CHARS],
-        "last_failure_at": datetime.now(UTC),
-    }
-    inserted = {**fields, "consecutive_failures": 1}
-    updated = {**fields, "consecutive_failures": threads.c.consecutive_failures + 1}
-    _upsert_thread(conn, thread_id, namespace, inserted, updated)
-    return thread_state(conn, thread_id, namespace)
-
-
-def reset_failures(conn: Connection, thread_id: str, namespace: str) -> None:
-    """Clear the failure count after a success; the last error text stays for inspection."""
-    conn.execute(
-        update(threads)
-        .where(threads.c.thread_id == thread_id, threads.c.namespace == namespace)
-        .values(consecutive_failures=0, messages_at_last_failure=None, updated_at=datetime.now(UTC))
-    )
-
-
-def set_calibration(conn: Connection, thread_id: str, namespace: str, ratio: float) -> None:
-    """Store the thread's token calibration ratio (checked by the caller)."""
-    _upsert_thread(conn, thread_id, namespace, {"calibration": ratio}, {"calibration": ratio})
-
-
-def delete_thread(conn: Connection, thread_id: str, namespace: str | None) -> int:
-    """Delete the thread's summaries and state (one namespace, or all); return summaries deleted."""
-    where_s = [summaries.c.thread_id == thread_id]
-    where_t = [threads.c.thread_id == thread_id]
-    if namespace is not None:
-        where_s.append(summaries.c.namespace == namespace)
-        where_t.append(threads.c.namespace == namespace)
-    conn.execute(delete(threads).where(*where_t))
-    return conn.execute(delete(summaries).where(*where_s)).rowcount

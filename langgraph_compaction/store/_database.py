@@ -1,0 +1,239 @@
+"""The engines and transactions behind one SummaryStore, and its errors.
+
+The sync engine is built, and the schema created or migrated, on the first sync call; the
+async path does the same through the sync engine in a worker thread (``asyncio.to_thread``),
+since Alembic reads its scripts from disk and building an engine imports drivers: nothing of
+that runs on the event loop. Only a new in-memory database, which the sync engine cannot
+reach, gets its tables on the loop, from the declared metadata (no file read).
+
+Nothing failed is kept: an engine whose schema could not be made is disposed, and the next
+call builds it again, so a store recovers once the cause (a folder not writable yet, a server
+down, a lock held too long) is gone. Every error reaches the caller as SummaryStoreError
+naming the store and what to do, its cause chained.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import weakref
+from collections.abc import AsyncGenerator, Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any, TypeVar
+from uuid import uuid4
+
+from sqlalchemy import Connection, Engine
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from langgraph_compaction._exceptions import SummaryStoreError
+from langgraph_compaction.store._engine import (
+    WRITE_OPTION,
+    build_async_engine,
+    build_sync_engine,
+    derive_urls,
+    describe_error,
+    dispose_at_loop_shutdown,
+    dispose_from_other_loop,
+    is_memory,
+    mask_url,
+)
+from langgraph_compaction.store._migrate import (
+    create_head_schema,
+    ensure_schema,
+    schema_is_current,
+)
+
+__all__ = ["Database", "database_identity"]
+
+T = TypeVar("T")
+
+
+def database_identity(url: URL) -> str:
+    """What two stores on the same database share: the absolute SQLite path, or the URL.
+
+    An in-memory database is private to its store, so it gets an identity of its own.
+    """
+    if is_memory(url):
+        return f"memory:{uuid4().hex}"
+    if url.get_backend_name() == "sqlite":
+        path = url.database or ""
+        if not os.path.isabs(path):
+            path = os.path.join(os.getcwd(), path)
+        return f"sqlite:{os.path.normpath(path)}"
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+class Database:
+    """A sync and an async engine on one URL, built on first use and rebuilt after a failure."""
+
+    def __init__(self, url: str, busy_timeout: float) -> None:
+        self.where = mask_url(url)
+        self.busy_timeout = busy_timeout
+        self.sync_url, self.async_url = derive_urls(url)
+        self.identity = database_identity(self.sync_url)
+        self._lock = threading.Lock()
+        # A shared :memory: connection cannot run two transactions at once.
+        self.memory = is_memory(self.sync_url)
+        self._serial: AbstractContextManager[Any] = (
+            threading.Lock() if self.memory else nullcontext()
+        )
+        self._engine: Engine | None = None
+        self._aengine: AsyncEngine | None = None
+        self._aloop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self._acloser: AsyncGenerator[None, None] | None = None
+        """Keeps the loop-shutdown hook of the current async engine alive."""
+        self._aserial: asyncio.Lock | None = None
+        self._aschema_ready = False
+
+    @contextmanager
+    def errors(self) -> Iterator[None]:
+        """Turn every failure but a rejected value into SummaryStoreError naming this store."""
+        try:
+            yield
+        except SummaryStoreError as exc:  # raised by an operation, which does not know the URL
+            raise type(exc)(f"summary store {self.where}: {exc}") from exc
+        except ValueError:
+            raise  # a value the caller passed was refused; nothing reached the database
+        except Exception as exc:  # SQLAlchemy's, a driver's, the file system's
+            raise SummaryStoreError(describe_error(exc, self.where, self.busy_timeout)) from exc
+
+    # -- sync ----------------------------------------------------------------------------------
+
+    def sync_engine(self) -> Engine:
+        """The sync engine, with the schema created or migrated on its first build."""
+        if self._engine is not None:  # the common case, without taking the lock
+            return self._engine
+        with self._lock:
+            if self._engine is None:
+                engine = build_sync_engine(self.sync_url, busy_timeout=self.busy_timeout)
+                try:
+                    with self._serial, engine.connect() as conn:
+                        if not schema_is_current(conn):
+                            conn.rollback()  # end the read; migrate under the write lock
+                            conn.execution_options(**{WRITE_OPTION: True})
+                            with conn.begin():
+                                ensure_schema(conn)
+                except BaseException:
+                    engine.dispose()  # nothing half-made is kept: the next call starts over
+                    raise
+                self._engine = engine
+            return self._engine
+
+    def options(self, write: bool, single: bool) -> dict[str, Any]:
+        """Execution options of one operation's connection."""
+        # A lookup is one statement, consistent on its own: on PostgreSQL it runs without
+        # BEGIN/COMMIT, two round trips fewer (SQLite reads skip BEGIN in the begin hook).
+        if single and not write and self.sync_url.get_backend_name() == "postgresql":
+            return {WRITE_OPTION: False, "isolation_level": "AUTOCOMMIT"}
+        return {WRITE_OPTION: write}
+
+    def run(
+        self,
+        op: Callable[[Connection], T],
+        *,
+        write: bool = False,
+        attempts: int = 1,
+        single: bool = True,
+    ) -> T:
+        """Run ``op`` in one transaction of the sync engine."""
+        with self.errors():
+            engine = self.sync_engine()
+            for attempt in range(1, attempts + 1):
+                try:
+                    with self._serial, engine.connect() as conn:
+                        conn.execution_options(**self.options(write, single))
+                        with conn.begin():
+                            return op(conn)
+                except IntegrityError:
+                    if attempt == attempts:
+                        raise
+        raise AssertionError("attempts must be >= 1")
+
+    # -- async ---------------------------------------------------------------------------------
+
+    def _engine_for(self, loop: asyncio.AbstractEventLoop) -> AsyncEngine | None:
+        engine, aloop = self._aengine, self._aloop
+        if engine is not None and aloop is not None and aloop() is loop:
+            return engine
+        return None
+
+    async def async_engine(self) -> AsyncEngine:
+        """The async engine of the running loop, its schema ready; nothing blocks the loop."""
+        loop = asyncio.get_running_loop()
+        engine = self._engine_for(loop)
+        if engine is None:
+            built = await asyncio.to_thread(
+                build_async_engine, self.async_url, busy_timeout=self.busy_timeout
+            )
+            with self._lock:
+                engine = self._engine_for(loop)
+                stale = None
+                if engine is None:  # no other task of this loop installed one meanwhile
+                    stale, self._aengine, engine = self._aengine, built, built
+                    self._aloop, self._aschema_ready = weakref.ref(loop), False
+                    self._aserial = asyncio.Lock() if self.memory else None
+            if engine is not built:
+                await built.dispose()
+            else:
+                self._acloser = dispose_at_loop_shutdown(built)
+                await anext(self._acloser)
+            if stale is not None:
+                await dispose_from_other_loop(stale)
+        if not self._aschema_ready:
+            if self.memory:
+                await self._create_memory_schema(engine)
+            else:
+                await asyncio.to_thread(self.sync_engine)
+            self._aschema_ready = True
+        return engine
+
+    async def _create_memory_schema(self, engine: AsyncEngine) -> None:
+        async with self._aserial or nullcontext(), engine.connect() as conn:
+            if not await conn.run_sync(schema_is_current):
+                await conn.rollback()
+                await conn.execution_options(**{WRITE_OPTION: True})
+                async with conn.begin():
+                    await conn.run_sync(create_head_schema)
+
+    async def arun(
+        self,
+        op: Callable[[Connection], T],
+        *,
+        write: bool = False,
+        attempts: int = 1,
+        single: bool = True,
+    ) -> T:
+        """Run ``op`` in one transaction of the async engine (``run_sync``)."""
+        with self.errors():
+            engine = await self.async_engine()
+            for attempt in range(1, attempts + 1):
+                try:
+                    async with self._aserial or nullcontext(), engine.connect() as conn:
+                        await conn.execution_options(**self.options(write, single))
+                        async with conn.begin():
+                            return await conn.run_sync(op)
+                except IntegrityError:
+                    if attempt == attempts:
+                        raise
+        raise AssertionError("attempts must be >= 1")
+
+    # -- closing -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the sync engine's pooled connections; it is rebuilt on next use."""
+        with self._lock:
+            engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.dispose()
+
+    async def aclose(self) -> None:
+        """Close both engines' connections (the sync one off the loop)."""
+        with self._lock:
+            engine, self._aengine = self._aengine, None
+        if engine is not None:
+            await engine.dispose()
+        if self._engine is not None:
+            await asyncio.to_thread(self.close)

@@ -1,0 +1,215 @@
+"""``inspect``'s report as text for people, no line wider than a 100-column terminal.
+
+Without ``--thread``: one table row per thread (long ids cut in the middle, ``--json`` has
+them whole), then a line per thread with failures or calibration. With ``--thread``: a block
+per stored version, its figures on two lines and a preview of its text, or, with ``--full``,
+the whole text. Without ``--thread``, ``--full`` prints each thread's newest summary whole.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Sequence
+from itertools import groupby
+from typing import Any
+
+__all__ = ["WIDTH", "cut_middle", "fit_widths", "render_table", "render_text", "wrap"]
+
+WIDTH = 100
+"""Columns of the terminal every line fits."""
+_INDENT = "    "
+_CUT = "…"
+
+
+def wrap(text: str, width: int = WIDTH, indent: str = "") -> list[str]:
+    """``text`` as lines of at most ``width`` columns, its own line breaks kept.
+
+    Words longer than a line (a URL, a path) are broken, so no line ever exceeds ``width``.
+    """
+    lines: list[str] = []
+    for paragraph in text.splitlines() or [""]:
+        lines += textwrap.wrap(
+            paragraph,
+            width,
+            initial_indent=indent,
+            subsequent_indent=indent,
+            replace_whitespace=False,
+            drop_whitespace=True,
+        ) or [indent.rstrip()]
+    return lines
+
+
+def cut_middle(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, its head and tail kept around ``…``."""
+    if len(text) <= width:
+        return text
+    head = width // 2
+    return text[:head] + _CUT + text[len(text) - (width - 1 - head) :]
+
+
+def fit_widths(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], width: int, shrink: Sequence[int]
+) -> list[int]:
+    """Each column's width: its widest cell, less what the ``shrink`` columns give up to fit.
+
+    The widest ``shrink`` column gives first, down to its header's width (at least 8).
+    """
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    excess = sum(widths) + 2 * (len(widths) - 1) - width
+    while excess > 0 and shrink:
+        column = max(shrink, key=lambda i: widths[i])
+        floor = max(len(headers[column]), 8)
+        if widths[column] <= floor:
+            break
+        step = min(excess, widths[column] - floor)
+        widths[column] -= step
+        excess -= step
+    return widths
+
+
+def render_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    width: int = WIDTH,
+    shrink: Sequence[int] = (),
+) -> str:
+    """Columns aligned to their widest cell, numbers right-aligned, the line within ``width``.
+
+    When the rows are wider, the cells of the ``shrink`` columns are cut in the middle.
+    """
+    widths = fit_widths(headers, rows, width, shrink)
+    rows = [[cut_middle(c, w) for c, w in zip(r, widths, strict=True)] for r in rows]
+    # A column is numeric when every filled cell ("-" is empty) is a number.
+    numeric = [
+        any(r[i] != "-" for r in rows) and all(r[i] == "-" or _is_number(r[i]) for r in rows)
+        for i in range(len(headers))
+    ]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            c.rjust(w) if num else c.ljust(w)
+            for c, w, num in zip(cells, widths, numeric, strict=True)
+        ).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def _is_number(cell: str) -> bool:
+    return cell.replace(",", "").replace(".", "", 1).replace("%", "").isdigit()
+
+
+def _stamp(iso: str | None, seconds: bool = True) -> str:
+    return "-" if iso is None else iso.replace("T", " ")[: 19 if seconds else 16]
+
+
+def _num(value: Any) -> str:
+    return "-" if value is None else f"{value:,}" if isinstance(value, int) else f"{value:.3f}"
+
+
+def _thread_name(entry: dict[str, Any]) -> str:
+    return json.dumps(entry["thread_id"]) if entry["thread_id"] == "" else entry["thread_id"]
+
+
+def _parent(entry: dict[str, Any]) -> str:
+    if entry.get("parent_id") is None:
+        return "-"
+    if entry.get("parent_version") is None:  # deleted by retention, version not recorded
+        return f"gone:{entry['parent_id'][:8]}"
+    return f"v{entry['parent_version']}" + (" (gone)" if entry.get("parent_gone") else "")
+
+
+_THREAD_HEADERS = (
+    "THREAD", "NAMESPACE", "VERSIONS", "LATEST", "TOKENS", "CREATED (UTC)", "FAILURES",
+)  # fmt: skip
+_SHRINK = (0, 1)
+"""The thread and namespace columns give up width when a table is too wide."""
+
+
+def _thread_cells(e: dict[str, Any]) -> list[str]:
+    summarized = "version" in e  # False for a thread that only has failures or calibration
+    return [
+        _thread_name(e),
+        e["namespace"],
+        str(e["versions"]),
+        f"v{e['version']}" if summarized else "-",
+        _num(e.get("summary_tokens")),
+        _stamp(e.get("created_at"), seconds=False),
+        _num(e.get("consecutive_failures", 0)),
+    ]
+
+
+def _thread_notes(e: dict[str, Any]) -> list[str]:
+    """Calibration and the last failure of a thread, when it has them, wrapped."""
+    parts = []
+    if e.get("calibration") is not None:
+        parts.append(f"calibration {_num(e['calibration'])}")
+    if e.get("last_error"):
+        failures = e.get("consecutive_failures") or 0
+        when = _stamp(e.get("last_failure_at"))
+        parts.append(
+            f"{failures} consecutive failure(s), the last at {when} UTC: {e['last_error']}"
+        )
+    if not parts:
+        return []
+    return wrap(f"{_thread_name(e)} [{e['namespace']}]: " + "; ".join(parts), indent="  ")
+
+
+def _version_block(v: dict[str, Any], full: bool) -> list[str]:
+    """A stored version: figures on two lines, then a preview of its text or the whole text."""
+    source = v.get("source_tokens") or 0
+    ratio = f" ({v['summary_tokens'] / source:.1%})" if source else ""
+    kind = v["kind"] if v.get("parent_id") is None else f"{v['kind']} of {_parent(v)}"
+    first = (
+        f"v{v['version']}  id {v['id'][:8]}  {kind}  covers {_num(v['covered_messages'])} "
+        f"messages  {_num(v['summary_tokens'])} tokens from {_num(v['source_tokens'])}{ratio}"
+    )
+    second = f"created {_stamp(v['created_at'])} UTC  model {v.get('model') or '-'}"
+    lines = [*wrap(first), *wrap(second, indent=_INDENT)]
+    if full:
+        return lines + wrap(v["summary"], indent=_INDENT)
+    preview = cut_middle(v["summary_preview"], WIDTH - len(_INDENT))
+    return [*lines, _INDENT + preview]
+
+
+def _newest_summaries(entries: Sequence[dict[str, Any]]) -> list[str]:
+    out: list[str] = []
+    for e in entries:
+        if "summary" in e:
+            title = f"{_thread_name(e)} [{e['namespace']}] v{e['version']}, newest summary:"
+            out += ["", *wrap(title), *wrap(e["summary"], indent=_INDENT)]
+    return out
+
+
+def render_text(report: dict[str, Any], *, full: bool = False) -> str:
+    """The report for people; ``full`` prints whole summaries instead of previews."""
+    entries = report["threads"]
+    total = sum(e["versions"] for e in entries)
+    head = (
+        f"store {report['url']}  schema_version {report['schema_version'] or '-'}  "
+        f"{len(entries)} thread(s), {total} summary version(s)"
+    )
+    out = [*wrap(head), ""]
+    if not entries:
+        out.append("(no threads)")
+    else:
+        rows = [_thread_cells(e) for e in entries]
+        out.append(render_table(_THREAD_HEADERS, rows, shrink=_SHRINK))
+        widths = fit_widths(_THREAD_HEADERS, rows, WIDTH, _SHRINK)
+        if any(len(r[i]) > widths[i] for r in rows for i in _SHRINK):
+            out.append("(long names are cut in the middle to fit; --json prints them whole)")
+        notes = [line for e in entries for line in _thread_notes(e)]
+        out += ["", *notes] if notes else []
+        if full and "versions" not in report:
+            out += _newest_summaries(entries)
+    if "versions" in report:
+        versions = report["versions"]
+        if not versions:
+            out += ["", "(no summaries)"]
+        for namespace, group in groupby(versions, key=lambda v: v["namespace"]):
+            listed = list(group)
+            title = f"thread {_thread_name(listed[0])}, namespace {namespace}: "
+            out += ["", *wrap(title + f"{len(listed)} version(s), oldest first")]
+            for v in listed:
+                out += _version_block(v, full)
+    return "\n".join(out)
