@@ -105,7 +105,8 @@ def _default_summary(call: SummarizerCall) -> str:
     """Deterministic text that changes with the input: call number, digest, head, line count."""
     transcript = call.transcript
     digest = hashlib.sha256(call.prompt.encode()).hexdigest()[:8]
-    head = " ".join(transcript.split())[:40]
+    # Words of the transcript (not runs of filler), so the reply is about the conversation.
+    head = " ".join(word for word in transcript.split() if len(word) <= 24)[:40]
     lines = len(transcript.splitlines())
     return f"SUMMARY#{call.index} [{digest}]: {head} ... ({lines} transcript lines)"
 

@@ -230,7 +230,7 @@ def _summarize(runtime: CompactionRuntime, work: CallWork, plan: Partition) -> S
                 shortened += replanned.shortened
                 over_trim = replanned.over_trim
                 continue
-            reason = not_a_summary(reply.text, transcript)
+            reason = not_a_summary(reply.text, f"{text or ''}\n{transcript}")
             if reason is not None:
                 raise SummarizerError(f"the reply is not a summary ({reason})")
             runtime.learn_summarizer_usage(reply.estimate, reply.input_tokens)

@@ -1,0 +1,54 @@
+"""One worker of a fleet racing on one thread: build a graph on a shared store, compact once.
+
+Run as ``python tests/_fleet_worker.py --url URL --thread T --start EPOCH_SECONDS``. Every
+worker builds its own graph, store and summarizer from the URL alone, sleeps until the
+common start time (so the calls truly overlap), makes one compaction call on the same
+history, and prints one JSON line: the summarizer calls it made, the action, the summary id,
+and how long the call took.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from conversations import chat
+from fakes import RecordingSummarizer
+
+from langgraph_compaction import SummaryStore, create_compaction_graph
+
+CONFIG = {"trigger": {"type": "tokens", "value": 2000}, "keep": {"type": "messages", "value": 6}}
+SUMMARY_SECONDS = 1.0
+"""How long the fake summarizer takes: long enough that every worker overlaps the first."""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--thread", required=True)
+    parser.add_argument("--start", type=float, required=True)
+    args = parser.parse_args()
+    summarizer = RecordingSummarizer(delay=SUMMARY_SECONDS)
+    store = SummaryStore(args.url)
+    graph = create_compaction_graph(CONFIG, model=summarizer, store=store)
+    messages = chat(20)
+    store.list_summaries(args.thread)  # open (and migrate) before the race, not in it
+    time.sleep(max(args.start - time.time(), 0))
+    started = time.perf_counter()
+    report = graph.invoke({"messages": messages}, {"configurable": {"thread_id": args.thread}})[
+        "compaction"
+    ]
+    elapsed = time.perf_counter() - started
+    line = {
+        "calls": summarizer.call_count,
+        "action": report.action,
+        "summary_id": report.summary_id,
+        "seconds": elapsed,
+    }
+    print(json.dumps(line), flush=True)
+    store.close()
+
+
+if __name__ == "__main__":
+    main()

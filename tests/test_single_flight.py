@@ -1,0 +1,132 @@
+"""One summary per prefix: concurrent calls in a process, and workers racing on one store.
+
+Five calls that need the same summary at once (threads on the sync path, tasks on one event
+loop) make one summarizer call and reuse its result; four worker processes racing on one
+thread, over SQLite and over PostgreSQL, make one summarizer call between them, the others
+waiting on the store's lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _store_support import pg_schema
+from conversations import chat
+from fakes import RecordingSummarizer
+
+from langgraph_compaction import CompactionReport, SummaryStore, create_compaction_graph
+
+CONFIG = {"trigger": {"type": "tokens", "value": 2000}, "keep": {"type": "messages", "value": 6}}
+THREAD = {"configurable": {"thread_id": "shared"}}
+CALLS = 5
+WORKERS = 4
+TESTS = Path(__file__).parent
+
+
+def _check_one_summary(reports: list[CompactionReport], summarizer_calls: int) -> None:
+    assert summarizer_calls == 1
+    assert sorted(r.action for r in reports) == ["reused"] * (len(reports) - 1) + ["summarized"]
+    assert len({r.summary_id for r in reports}) == 1
+
+
+def test_concurrent_threads_share_one_summary(store: SummaryStore) -> None:
+    summarizer = RecordingSummarizer(delay=0.5)
+    graphs = [create_compaction_graph(CONFIG, model=summarizer, store=store) for _ in range(2)]
+    messages = chat(20)
+    barrier = threading.Barrier(CALLS)
+    reports: list[CompactionReport] = []
+
+    def call(index: int) -> None:
+        barrier.wait()
+        graph = graphs[index % 2]  # two graph objects on one store coalesce too
+        result = graph.invoke({"messages": [m.model_copy() for m in messages]}, THREAD)
+        reports.append(result["compaction"])
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(CALLS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(reports) == CALLS
+    _check_one_summary(reports, summarizer.call_count)
+    assert len(store.list_summaries("shared")) == 1
+
+
+async def test_concurrent_tasks_share_one_summary(store: SummaryStore) -> None:
+    summarizer = RecordingSummarizer(delay=0.5)
+    graph = create_compaction_graph(CONFIG, model=summarizer, store=store)
+    messages = chat(20)
+    results = await asyncio.gather(
+        *(graph.ainvoke({"messages": list(messages)}, THREAD) for _ in range(CALLS))
+    )
+    _check_one_summary([r["compaction"] for r in results], summarizer.call_count)
+    assert len(await store.alist_summaries("shared")) == 1
+    await store.aclose()
+
+
+def _race(url: str, thread: str) -> list[dict[str, object]]:
+    """Start the workers, each opening the store first; they call at one common instant."""
+    start = time.time() + 6.0  # time for every interpreter to start and import
+    env = {**os.environ, "PYTHONPATH": str(TESTS)}
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                str(TESTS / "_fleet_worker.py"),
+                "--url",
+                url,
+                "--thread",
+                thread,
+                "--start",
+                str(start),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(WORKERS)
+    ]
+    lines = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        lines.append(json.loads(out.strip().splitlines()[-1]))
+    return lines
+
+
+def _check_fleet(lines: list[dict[str, object]]) -> None:
+    assert sum(int(line["calls"]) for line in lines) == 1, lines  # type: ignore[call-overload]
+    actions = sorted(str(line["action"]) for line in lines)
+    assert actions == ["reused"] * (WORKERS - 1) + ["summarized"], lines
+    assert len({line["summary_id"] for line in lines}) == 1
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    with pg_schema("lgc_fleet") as url:
+        yield url
+
+
+def test_workers_racing_on_sqlite_make_one_summary(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'fleet.db'}"
+    with SummaryStore(url) as store:
+        store.list_summaries("x")  # the schema exists before the workers start
+        _check_fleet(_race(url, "fleet"))
+        assert len(store.list_summaries("fleet")) == 1
+
+
+def test_workers_racing_on_postgresql_make_one_summary(pg_url: str) -> None:
+    with SummaryStore(pg_url) as store:
+        store.list_summaries("x")
+        _check_fleet(_race(pg_url, "fleet"))
+        assert len(store.list_summaries("fleet")) == 1
