@@ -21,8 +21,7 @@ from langchain_core.exceptions import (
 )
 from langchain_core.messages.utils import count_tokens_approximately
 
-from langgraph_compaction import SummaryStore, create_compaction_graph
-from langgraph_compaction import _model_calls
+from langgraph_compaction import SummaryStore, _model_calls, create_compaction_graph
 
 THREAD = {"configurable": {"thread_id": "t"}}
 CONFIG = {"trigger": {"type": "tokens", "value": 2000}, "keep": {"type": "messages", "value": 6}}
