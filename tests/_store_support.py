@@ -8,15 +8,32 @@ never passes without having run them.
 
 from __future__ import annotations
 
+import asyncio
+import multiprocessing
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
+from multiprocessing import forkserver as forkserver_module
+from multiprocessing.context import ForkServerContext
+from pathlib import Path
+from typing import Any
 from uuid import uuid4
 
 import pytest
 
-__all__ = ["PG_DATABASE", "PG_HOST", "PG_PORT", "pg_schema", "pg_server_url", "unavailable"]
+__all__ = [
+    "PG_DATABASE",
+    "PG_HOST",
+    "PG_PORT",
+    "call",
+    "pg_admin",
+    "pg_schema",
+    "pg_server_url",
+    "preloaded_forkserver",
+    "summary_fields",
+    "unavailable",
+]
 
 PG_HOST, PG_PORT, PG_DATABASE, PG_USERS = "127.0.0.1", 5432, "test", ("postgres", "root")
 
@@ -72,3 +89,63 @@ def pg_schema(prefix: str = "lgc_test") -> Iterator[str]:
             yield f"{base}?options=-csearch_path%3D{schema}"
         finally:
             admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+def pg_admin() -> Any:
+    """An autocommit psycopg connection to the test server, for killing backends and the like."""
+    import psycopg
+
+    return psycopg.connect(pg_server_url(), autocommit=True)
+
+
+async def call(store: Any, is_async: bool, name: str, *args: Any, **kwargs: Any) -> Any:
+    """``store.a<name>(...)`` awaited, or ``store.<name>(...)`` in a worker thread.
+
+    Sync methods run off the loop, as a sync caller would run them: async tests run under
+    blockbuster, and a sync database call on the loop is exactly what it refuses.
+    """
+    if is_async:
+        return await getattr(store, f"a{name}")(*args, **kwargs)
+    return await asyncio.to_thread(getattr(store, name), *args, **kwargs)
+
+
+def summary_fields(thread: str, namespace: str, n: int, **overrides: Any) -> dict[str, Any]:
+    """add_summary arguments for the n-th summary of a thread."""
+    values: dict[str, Any] = {
+        "thread_id": thread,
+        "namespace": namespace,
+        "parent_id": None,
+        "boundary_message_id": f"msg-{n}",
+        "covered_messages": 10 * n,
+        "prefix_hash": f"prefix-{n}",
+        "summary": f"Summary number {n}.",
+        "summary_tokens": 20 + n,
+        "source_tokens": 1000 * n,
+        "kind": "initial" if n == 1 else "update",
+        "model": "fake",
+        "rescued_message_ids": (),
+    }
+    return {**values, **overrides}
+
+
+def preloaded_forkserver() -> Iterator[ForkServerContext]:
+    """A forkserver that has imported ``_store_workers`` (and the package): cheap workers.
+
+    Use as a module-scoped fixture body (``yield from preloaded_forkserver()``).
+    """
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["_store_workers"])
+    # The server imports its preload with its own sys.path, from the environment: make the
+    # tests folder importable there (a failed preload is silently skipped, and each worker
+    # would then import everything itself, which costs seconds).
+    saved = os.environ.get("PYTHONPATH")
+    tests = str(Path(__file__).parent)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [tests, saved]))
+    try:
+        forkserver_module.ensure_running()
+    finally:
+        if saved is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = saved
+    yield context

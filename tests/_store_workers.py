@@ -25,10 +25,12 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
+from langgraph_compaction._exceptions import ThreadDeletedError
 from langgraph_compaction.store import _tables
 
 __all__ = [
     "CONFIG",
+    "add_after_deletion",
     "add_summaries",
     "add_summaries_until_killed",
     "compact",
@@ -230,3 +232,36 @@ def open_store(url: str, barrier: Any) -> str | None:
 
     version: str | None = load_report(url)["schema_version"]
     return version
+
+
+def add_after_deletion(url: str, thread: str, read: Any, deleted: Any, use_async: bool) -> str:
+    """Read the thread's generation, signal ``read``, wait for ``deleted``, then add a summary.
+
+    Returns ``"stored"``, or the name of the error the store raised.
+    """
+    fields = insert_fields(thread, 1, None)
+
+    async def run_async() -> str:
+        store = SummaryStore(url)
+        try:
+            generation = (await store.athread_state(thread, "default")).generation
+            read.set()
+            await asyncio.to_thread(deleted.wait, 60)
+            await store.aadd_summary(**fields, generation=generation)
+            return "stored"
+        except ThreadDeletedError as exc:
+            return type(exc).__name__
+        finally:
+            await store.aclose()
+
+    if use_async:
+        return asyncio.run(run_async())
+    with SummaryStore(url) as store:
+        generation = store.thread_state(thread, "default").generation
+        read.set()
+        deleted.wait(60)
+        try:
+            store.add_summary(**fields, generation=generation)
+        except ThreadDeletedError as exc:
+            return type(exc).__name__
+        return "stored"
