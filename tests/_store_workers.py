@@ -37,8 +37,10 @@ __all__ = [
     "compact_and_hang",
     "conversation",
     "deterministic_summary",
+    "hold_lease",
     "insert_fields",
     "open_store",
+    "race_for_lease",
     "run_and_report",
     "summary_text",
 ]
@@ -265,3 +267,44 @@ def add_after_deletion(url: str, thread: str, read: Any, deleted: Any, use_async
         except ThreadDeletedError as exc:
             return type(exc).__name__
         return "stored"
+
+
+def race_for_lease(url: str, prefix: str, barrier: Any, use_async: bool) -> bool:
+    """Try for the prefix's lease at the barrier; hold it until every worker has tried.
+
+    Returns whether this worker got it.
+    """
+
+    async def run_async() -> bool:
+        store = SummaryStore(url)
+        await store.alist_summaries("warm-up")  # open before the barrier: race the lease only
+        await asyncio.to_thread(barrier.wait, 60)
+        lease = await store.aacquire_lease("t", "default", prefix)
+        await asyncio.to_thread(barrier.wait, 60)
+        if lease is not None:
+            await store.arelease_lease(lease)
+        await store.aclose()
+        return lease is not None
+
+    if use_async:
+        return asyncio.run(run_async())
+    with SummaryStore(url) as store:
+        store.list_summaries("warm-up")
+        barrier.wait(timeout=60)
+        lease = store.acquire_lease("t", "default", prefix)
+        barrier.wait(timeout=60)
+        if lease is not None:
+            store.release_lease(lease)
+        return lease is not None
+
+
+def hold_lease(url: str, prefix: str, lease_ttl: float, seconds: float, started: Any) -> str:
+    """Take the prefix's lease, signal ``started``, hold it ``seconds`` (forever if < 0)."""
+    with SummaryStore(url, lease_ttl=lease_ttl) as store:
+        lease = store.acquire_lease("t", "default", prefix)
+        if lease is None:
+            return "not acquired"
+        started.set()
+        time.sleep(seconds if seconds >= 0 else 3600)
+        store.release_lease(lease)
+        return "released"

@@ -41,6 +41,7 @@ from langgraph_compaction.store._engine import (
     mask_url,
 )
 from langgraph_compaction.store._migrate import (
+    MIGRATION_LOCK,
     create_head_schema,
     ensure_schema,
     schema_is_current,
@@ -114,7 +115,7 @@ class Database:
                         if not schema_is_current(conn):
                             conn.rollback()  # end the read; migrate under the write lock
                             conn.execution_options(**{WRITE_OPTION: True})
-                            with conn.begin():
+                            with MIGRATION_LOCK, conn.begin():
                                 ensure_schema(conn)
                 except BaseException:
                     engine.dispose()  # nothing half-made is kept: the next call starts over

@@ -119,6 +119,9 @@ class _Held:
     renew: Callable[[Lease], bool]
     interval: float
     due: float
+    """When the next renewal is due (``time.monotonic``)."""
+    lapses: float
+    """When the lease lapses without a renewal; past it, a failing renewal gives up."""
 
 
 class Heartbeat:
@@ -135,10 +138,11 @@ class Heartbeat:
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
 
-    def hold(self, lease: Lease, renew: Callable[[Lease], bool], interval: float) -> None:
-        """Renew ``lease`` every ``interval`` seconds until :meth:`drop`."""
+    def hold(self, lease: Lease, renew: Callable[[Lease], bool], ttl: float) -> None:
+        """Renew ``lease`` every ``ttl / 3`` seconds until :meth:`drop`."""
+        now = time.monotonic()
         with self._wake:
-            self._held[lease] = _Held(renew, interval, time.monotonic() + interval)
+            self._held[lease] = _Held(renew, ttl / 3, now + ttl / 3, now + ttl)
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="compaction-lease-heartbeat", daemon=True
@@ -169,18 +173,29 @@ class Heartbeat:
                 self._renew_one(lease, held)
 
     def _renew_one(self, lease: Lease, held: _Held) -> None:
+        started = time.monotonic()
         try:
-            kept = held.renew(lease)
+            kept: bool | None = held.renew(lease)
         except Exception as exc:  # the store is down: the next beat tries again
-            _log.warning("renewing lease on %s failed: %s", lease.prefix_hash, exc)
-            kept = True
+            kept = None
+            lapsed = time.monotonic() >= held.lapses
+            if lapsed or held.due + held.interval >= held.lapses:  # log the last try only
+                _log.warning(
+                    "lease on prefix %s of thread %r %s: %s",
+                    lease.prefix_hash,
+                    lease.thread_id,
+                    "lapsed, renewals failed" if lapsed else "could not be renewed",
+                    exc,
+                )
         with self._wake:
             if lease not in self._held:
                 return
+            if kept is False or (kept is None and time.monotonic() >= held.lapses):
+                del self._held[lease]  # lost: taken over, deleted, or expired unrenewed
+                return
             if kept:
-                held.due = time.monotonic() + held.interval
-            else:
-                del self._held[lease]
+                held.lapses = started + 3 * held.interval
+            held.due = time.monotonic() + held.interval
 
     def _after_fork(self) -> None:
         # The child has no heartbeat thread and holds none of its parent's leases.

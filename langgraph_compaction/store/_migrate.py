@@ -14,6 +14,7 @@ looking again. A store newer than this package is refused, naming both versions.
 
 from __future__ import annotations
 
+import threading
 from functools import cache
 
 from alembic import command
@@ -37,6 +38,7 @@ from langgraph_compaction.store._tables import lock_schema, meta, metadata, summ
 
 __all__ = [
     "HEAD_REVISION",
+    "MIGRATION_LOCK",
     "SCHEMA_VERSION",
     "VERSION_TABLE",
     "create_head_schema",
@@ -60,6 +62,11 @@ _FIRST_RELEASE_REVISION = "0001"
 """What a store made before Alembic (``schema_version = 1``, same tables) is stamped with."""
 
 _SCRIPTS = "langgraph_compaction.store:migrations"
+
+MIGRATION_LOCK = threading.Lock()
+"""Held around a migration: Alembic's ``context`` and ``op`` are process-wide globals, so two
+threads migrating at once (two stores, or a store's heartbeat and its caller) would mix up
+their migrations. Take it before the database's schema lock, never inside it."""
 
 _alembic_version = Table(
     VERSION_TABLE,

@@ -408,7 +408,7 @@ class SummaryStore:
 
     def _hold(self, lease: Lease | None) -> Lease | None:
         if lease is not None:
-            HEARTBEAT.hold(lease, self._renew, self._lease_ttl / 3)
+            HEARTBEAT.hold(lease, self._renew, self._lease_ttl)
         return lease
 
     def _renew(self, lease: Lease) -> bool:
