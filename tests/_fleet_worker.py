@@ -4,7 +4,7 @@ Run as ``python tests/_fleet_worker.py --url URL --thread T --start EPOCH_SECOND
 worker builds its own graph, store and summarizer from the URL alone, sleeps until the
 common start time (so the calls truly overlap), makes one compaction call on the same
 history, and prints one JSON line: the summarizer calls it made, the action, the summary id,
-and how long the call took.
+how long the call took, and when it finished.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ def main() -> None:
         "action": report.action,
         "summary_id": report.summary_id,
         "seconds": elapsed,
+        "finished_at": time.time(),
     }
     print(json.dumps(line), flush=True)
     store.close()

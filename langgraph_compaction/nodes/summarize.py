@@ -48,6 +48,8 @@ __all__ = [
 LEASE_WAIT_S = 120.0
 """Longest a call waits for the summary another call or worker is making, then fails over."""
 
+_MAX_POLL_S = 0.2
+"""Longest pause between two looks at another worker's lease: bounds what waiting adds."""
 _MAX_OVERFLOW_RETRIES = 3
 _OVERFLOW_MARGIN = 0.85
 """Share of the summarizer's window a re-chunked prompt aims for (its count is an estimate)."""
@@ -166,7 +168,7 @@ def _take_lease(
             return None
         yield Sleep(pause)
         waited += pause
-        pause = min(pause * 2, 0.5)
+        pause = min(pause * 2, _MAX_POLL_S)
 
 
 def _emit_failed(runtime: CompactionRuntime, work: CallWork, error: str, **extra: object) -> None:
