@@ -1,4 +1,4 @@
-"""One summary per prefix: how many summarizer calls concurrent callers make, and what waiting costs.
+"""One summary per prefix: how many summarizer calls concurrent callers make, what waiting costs.
 
 Run it with ``python benchmarks/fleet.py`` (about a minute), or ``--rounds N`` for more
 samples. Every call needs the same summary at the same instant; the summarizer is a fake that
@@ -99,8 +99,16 @@ def _fleet(url: str, workers: int) -> tuple[int, list[float]]:
     env = {**os.environ, "PYTHONPATH": str(TESTS)}
     procs = [
         subprocess.Popen(
-            [sys.executable, str(TESTS / "_fleet_worker.py"), "--url", url]
-            + ["--thread", thread, "--start", str(start)],
+            [
+                sys.executable,
+                str(TESTS / "_fleet_worker.py"),
+                "--url",
+                url,
+                "--thread",
+                thread,
+                "--start",
+                str(start),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
