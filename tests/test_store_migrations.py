@@ -2,8 +2,8 @@
 
 The "first release" store is built here by hand, with the DDL that release's ``create_all``
 emitted (schema_version 1, no Alembic table), and filled with rows; opening it with today's
-SummaryStore must stamp it, run migration 0002, keep every row, and leave a schema identical
-to the tables the code declares.
+SummaryStore must stamp it, run migrations 0002 and 0003, keep every row, and leave a schema
+identical to the tables the code declares.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection, create_engine, text
+from sqlalchemy import inspect as sa_inspect
 
 from langgraph_compaction._exceptions import SummaryStoreError
 from langgraph_compaction.store import SummaryStore
@@ -31,6 +32,7 @@ from langgraph_compaction.store._migrate import (
     SCHEMA_VERSION,
     VERSION_TABLE,
     alembic_config,
+    create_head_schema,
     current_revision,
     script_directory,
 )
@@ -179,7 +181,9 @@ def test_a_new_database_gets_the_declared_tables(empty_url: str) -> None:
     with SummaryStore(empty_url) as store:
         assert store.list_summaries("t") == []
 
-    assert fetch(empty_url, "SELECT version_num FROM compaction_alembic_version") == [(HEAD_REVISION,)]
+    assert fetch(empty_url, "SELECT version_num FROM compaction_alembic_version") == [
+        (HEAD_REVISION,)
+    ]
     assert fetch(empty_url, "SELECT value FROM compaction_meta") == [(str(SCHEMA_VERSION),)]
     assert schema_differences(empty_url) == []
 
@@ -212,9 +216,58 @@ def test_a_first_release_store_is_upgraded_on_open_and_keeps_its_rows(empty_url:
     assert fetch(
         empty_url, "SELECT id, parent_version FROM compaction_summaries ORDER BY thread_id, version"
     ) == [("id-2", None), ("id-3", 2), ("id-4", 3), (fifth.id, 4), ("id-a", None)]
-    assert fetch(empty_url, "SELECT version_num FROM compaction_alembic_version") == [(HEAD_REVISION,)]
+    assert fetch(empty_url, "SELECT version_num FROM compaction_alembic_version") == [
+        (HEAD_REVISION,)
+    ]
     assert fetch(empty_url, "SELECT value FROM compaction_meta") == [(str(SCHEMA_VERSION),)]
     assert schema_differences(empty_url) == []
+
+
+def test_a_version_2_store_gets_generations_and_leases_and_keeps_its_rows(
+    empty_url: str,
+) -> None:
+    with SummaryStore(empty_url) as store:
+        first = store.add_summary(
+            thread_id="t", namespace="ns", parent_id=None, boundary_message_id="m-1",
+            covered_messages=10, prefix_hash="h1", summary="First.", summary_tokens=3,
+            source_tokens=100, kind="initial", model=None, rescued_message_ids=[],
+        )  # fmt: skip
+        store.record_failure("t", "ns", message_count=4, error="boom")
+    with raw_connection(empty_url) as conn:
+        command.downgrade(alembic_config(conn), "0002")
+    assert fetch(empty_url, "SELECT value FROM compaction_meta") == [("2",)]
+    with raw_connection(empty_url) as conn:
+        assert not {"compaction_generations", "compaction_leases"} & set(
+            sa_inspect(conn).get_table_names()
+        )
+
+    with SummaryStore(empty_url) as store:  # 2 -> 3 on open
+        assert store.list_summaries("t", "ns") == [first]
+        state = store.thread_state("t", "ns")
+        assert (state.consecutive_failures, state.generation) == (1, 0)
+        assert store.acquire_lease("t", "ns", "h2") is not None
+        store.delete_thread("t", "ns")
+        assert store.thread_state("t", "ns").generation == 1
+        assert store.check_integrity() == []
+    assert fetch(empty_url, "SELECT version_num FROM compaction_alembic_version") == [("0003",)]
+    assert fetch(empty_url, "SELECT value FROM compaction_meta") == [("3",)]
+    assert schema_differences(empty_url) == []
+
+
+def test_an_in_memory_schema_is_the_declared_one(tmp_path: Path) -> None:
+    # The async path builds a new :memory: database from the metadata, without Alembic:
+    # the same tables, versions and meta as a migrated store.
+    built = f"sqlite:///{tmp_path / 'built.db'}"
+    engine = create_engine(built)
+    with engine.begin() as conn:
+        create_head_schema(conn)
+    engine.dispose()
+
+    assert schema_differences(built) == []
+    assert fetch(built, "SELECT version_num FROM compaction_alembic_version") == [(HEAD_REVISION,)]
+    assert fetch(built, "SELECT value FROM compaction_meta") == [(str(SCHEMA_VERSION),)]
+    with SummaryStore(built) as store:  # a store opens it as current, and it is sound
+        assert store.list_summaries("t") == [] and store.check_integrity() == []
 
 
 def test_a_downgraded_store_is_upgraded_again(empty_url: str) -> None:
@@ -276,10 +329,10 @@ def test_migrate_command_upgrades_and_says_so(
     build_first_release_store(empty_url)
 
     assert cli(["migrate", "--url", empty_url]) == 0
-    assert capsys.readouterr().out.endswith(f": schema_version 1 -> {SCHEMA_VERSION}\n")
+    said = " ".join(capsys.readouterr().out.split())  # the CLI may wrap a long URL
+    assert said.endswith(f": schema_version 1 -> {SCHEMA_VERSION}")
     assert cli(["migrate", "--url", empty_url]) == 0
-    assert capsys.readouterr().out.endswith(
-        f": schema_version {SCHEMA_VERSION} -> {SCHEMA_VERSION}\n"
-    )
+    said = " ".join(capsys.readouterr().out.split())
+    assert said.endswith(f": schema_version {SCHEMA_VERSION} -> {SCHEMA_VERSION}")
     assert cli(["check", "--url", empty_url]) == 0
     assert capsys.readouterr().out.endswith(": ok\n")
