@@ -654,36 +654,7 @@ async def test_a_missing_driver_is_a_store_error_saying_what_to_install(
 # -- the inspect CLI ----------------------------------------------------------------------------
 
 
-def test_inspect_prints_threads_versions_failures_and_calibration(
-    db_url: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    b = Backend(db_url, is_async=False)
-    chain = asyncio.run(add_chain(b, 2))
-    b.store.record_failure(b.thread, b.ns, message_count=12, error="model timed out")
-    b.store.set_calibration(b.thread, b.ns, 1.125)
-    b.store.close()
-
-    overview = run_cli("--url", db_url, "--namespace", b.ns)
-    assert overview.returncode == 0, overview.stderr
-    header, rule, row = overview.stdout.splitlines()[2:5]
-    assert header.split()[:3] == ["THREAD", "NAMESPACE", "VERSIONS"]
-    assert set(rule) == {"-", " "} and len(rule) == len(header)
-    assert row.split()[:6] == [b.thread, b.ns, "2", "v2", "v1", "22"]
-    assert "model timed out" in row and row.endswith("1.125")
-
-    # The same entry point in-process, for the other views (a subprocess costs seconds).
-    assert inspect_main(["inspect", "--url", db_url, "--thread", b.thread]) == 0
-    versions = capsys.readouterr().out
-    assert [line.split()[:5] for line in versions.splitlines()[-2:]] == [
-        [b.ns, "1", chain[0].id[:8], "-", "initial"],
-        [b.ns, "2", chain[1].id[:8], "v1", "update"],
-    ]
-
-    assert inspect_main(["inspect", "--url", db_url, "--thread", b.thread, "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    [entry] = report["threads"]
-    assert (entry["versions"], entry["consecutive_failures"], entry["calibration"]) == (2, 1, 1.125)
-    assert [v["version"] for v in report["versions"]] == [1, 2]
+# The views themselves (tables, lineage, --full, 100 columns): tests/test_inspect.py.
 
 
 @pytest.mark.parametrize(

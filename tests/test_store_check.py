@@ -1,4 +1,4 @@
-"""The consistency check finds what it is for, and inspect's --namespace and --json views.
+"""The consistency check finds what it is for (inspect's views: tests/test_inspect.py).
 
 The check must pass on every sound store the other tests build (they all end with it), so
 here it is fed stores broken on purpose, one rule at a time, through plain SQL as a person
@@ -22,7 +22,6 @@ from langgraph_compaction import SummaryStore
 from langgraph_compaction.store import SummaryRecord
 from langgraph_compaction.store._engine import derive_urls
 from langgraph_compaction.store._inspect import main as cli
-from langgraph_compaction.store._migrate import SCHEMA_VERSION
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -127,37 +126,3 @@ def test_the_check_runs_sqlites_own_integrity_check(tmp_path: Path) -> None:
     with SummaryStore(f"sqlite:///{path}") as store:
         problems = store.check_integrity()
     assert any(p.startswith("SQLite integrity_check: ") for p in problems), problems
-
-
-def test_inspect_filters_by_namespace_and_prints_json(
-    url: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    with SummaryStore(url, retention=2) as store:
-        for ns in ("alpha", "beta"):
-            first = add(store, "t", 1, None, namespace=ns)
-            second = add(store, "t", 2, first, namespace=ns)
-        add(store, "t", 3, second, namespace="beta")  # retention drops beta's v1
-        store.record_failure("t", "beta", message_count=9, error="rate limited")
-
-    assert cli(["inspect", "--url", url, "--namespace", "alpha", "--json"]) == 0
-    alpha = json.loads(capsys.readouterr().out)
-    assert [(e["namespace"], e["versions"]) for e in alpha["threads"]] == [("alpha", 2)]
-    assert alpha["schema_version"] == str(SCHEMA_VERSION) and "versions" not in alpha
-
-    assert cli(["inspect", "--url", url, "--thread", "t", "--namespace", "beta", "--json"]) == 0
-    beta = json.loads(capsys.readouterr().out)
-    [entry] = beta["threads"]
-    assert (entry["consecutive_failures"], entry["last_error"]) == (1, "rate limited")
-    assert [(v["version"], v["parent_version"], v["parent_gone"]) for v in beta["versions"]] == [
-        (2, 1, True),
-        (3, 2, False),
-    ]
-
-    assert cli(["inspect", "--url", url, "--thread", "t", "--namespace", "beta"]) == 0
-    text_view = capsys.readouterr().out
-    assert "alpha" not in text_view
-    rows = [line.split() for line in text_view.splitlines() if line.startswith("beta ")]
-    assert [row[:5] for row in rows] == [
-        ["beta", "2", beta["versions"][0]["id"][:8], "v1", "(gone)"],
-        ["beta", "3", beta["versions"][1]["id"][:8], "v2", "update"],
-    ]

@@ -1,7 +1,8 @@
 """``python -m langgraph_compaction.store``: what a summary store holds, at a glance.
 
 ``inspect`` without ``--thread``: one line per thread (its newest summary, failures and
-calibration); with ``--thread``: every stored version of that thread, with its lineage.
+calibration); with ``--thread``: every stored version of that thread, with its lineage;
+``--full`` prints whole summaries (see ``_render``, which fits it all in 100 columns).
 ``--json`` prints the same data for scripts. ``inspect`` and ``check`` (the consistency check,
 exit status 1 when it finds a problem) only read: they never create tables or switch a SQLite
 file to WAL. ``migrate`` creates or upgrades the tables, as opening a store would. Every

@@ -20,6 +20,8 @@ WIDTH = 100
 """Columns of the terminal every line fits."""
 _INDENT = "    "
 _CUT = "…"
+_PREVIEW = 80
+"""Characters of ``summary_preview`` in a report (``load_report``)."""
 
 
 def wrap(text: str, width: int = WIDTH, indent: str = "") -> list[str]:
@@ -168,8 +170,10 @@ def _version_block(v: dict[str, Any], full: bool) -> list[str]:
     lines = [*wrap(first), *wrap(second, indent=_INDENT)]
     if full:
         return lines + wrap(v["summary"], indent=_INDENT)
-    preview = cut_middle(v["summary_preview"], WIDTH - len(_INDENT))
-    return [*lines, _INDENT + preview]
+    preview = v["summary_preview"]
+    if len(preview) >= _PREVIEW:  # the report cuts previews there
+        preview += _CUT
+    return [*lines, _INDENT + cut_middle(preview, WIDTH - len(_INDENT))]
 
 
 def _newest_summaries(entries: Sequence[dict[str, Any]]) -> list[str]:
@@ -210,6 +214,6 @@ def render_text(report: dict[str, Any], *, full: bool = False) -> str:
             listed = list(group)
             title = f"thread {_thread_name(listed[0])}, namespace {namespace}: "
             out += ["", *wrap(title + f"{len(listed)} version(s), oldest first")]
-            for v in listed:
-                out += _version_block(v, full)
+            for n, v in enumerate(listed):
+                out += ([""] if full and n else []) + _version_block(v, full)
     return "\n".join(out)
