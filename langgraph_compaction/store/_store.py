@@ -13,11 +13,11 @@ from types import TracebackType
 
 from sqlalchemy import Connection
 
-from langgraph_compaction.store import _leases, _tables, _threads
+from langgraph_compaction.store import _tables, _threads
 from langgraph_compaction.store._check import find_problems
 from langgraph_compaction.store._database import Database
 from langgraph_compaction.store._engine import BUSY_TIMEOUT_S
-from langgraph_compaction.store._leases import HEARTBEAT, Lease
+from langgraph_compaction.store._leasing import LeaseMethods
 from langgraph_compaction.store._records import (
     NewSummary,
     SummaryKind,
@@ -39,7 +39,7 @@ def _positive(name: str, value: float) -> float:
     return float(value)
 
 
-class SummaryStore:
+class SummaryStore(LeaseMethods):
     """Summaries and per-thread state in a SQLite file or a PostgreSQL database.
 
     One object serves the sync and the async graph path, is safe to share across threads
@@ -371,49 +371,6 @@ class SummaryStore:
         cached summary, and stop serving that summary once the epoch has changed.
         """
         return _threads.DELETIONS.epoch(self._db.identity, thread_id, namespace)
-
-    # -- leases ------------------------------------------------------------------------------
-
-    def acquire_lease(self, thread_id: str, namespace: str, prefix_hash: str) -> Lease | None:
-        """Take the lease on summarizing this prefix; None while another owner holds it.
-
-        A taken lease is renewed by the process's heartbeat until :meth:`release_lease`; a
-        lease whose holder died is free ``lease_ttl`` after its last renewal.
-        """
-        lease = self._db.run(self._acquire(thread_id, namespace, prefix_hash), write=True)
-        return self._hold(lease)
-
-    async def aacquire_lease(
-        self, thread_id: str, namespace: str, prefix_hash: str
-    ) -> Lease | None:
-        """Async :meth:`acquire_lease`."""
-        lease = await self._db.arun(self._acquire(thread_id, namespace, prefix_hash), write=True)
-        return self._hold(lease)
-
-    def release_lease(self, lease: Lease) -> None:
-        """Give the lease back, if its owner still holds it; never raises for one gone."""
-        HEARTBEAT.drop(lease)
-        self._db.run(lambda c: _leases.release(c, lease), write=True)
-
-    async def arelease_lease(self, lease: Lease) -> None:
-        """Async :meth:`release_lease`."""
-        HEARTBEAT.drop(lease)
-        await self._db.arun(lambda c: _leases.release(c, lease), write=True)
-
-    def _acquire(
-        self, thread_id: str, namespace: str, prefix_hash: str
-    ) -> Callable[[Connection], Lease | None]:
-        owner, ttl = _leases.new_owner(), self._lease_ttl
-        return lambda c: _leases.acquire(c, thread_id, namespace, prefix_hash, owner, ttl)
-
-    def _hold(self, lease: Lease | None) -> Lease | None:
-        if lease is not None:
-            HEARTBEAT.hold(lease, self._renew, self._lease_ttl)
-        return lease
-
-    def _renew(self, lease: Lease) -> bool:
-        """Called by the heartbeat thread, never on an event loop."""
-        return self._db.run(lambda c: _leases.renew(c, lease, self._lease_ttl), write=True)
 
     # -- upkeep ------------------------------------------------------------------------------
 
