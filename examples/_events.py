@@ -17,4 +17,9 @@ def describe_event(event: dict[str, Any]) -> str:
             f"          >> context_compacted: summary v{event['version']}, "
             f"{event['summary_tokens']:,} tokens"
         )
+    if event.get("type") == "context_compaction_failed":
+        # The agent call goes ahead (the usual failure policy); say why, in one line.
+        reason = " ".join(str(event.get("error", "")).split())
+        line = f"          >> context_compaction_failed: {reason}"
+        return line if len(line) <= 100 else line[:99] + "…"
     return f"          >> {event}"

@@ -10,17 +10,20 @@ parent ``StateGraph``:
 - ``messages`` persist in a SQLite checkpoint (``SqliteSaver``); the compacted model input
   (``llm_input_messages``) and the report (``compaction``) are ``UntrackedValue`` keys, never
   checkpointed;
-- summaries live in a ``SummaryStore`` SQLite file beside it, so a second process reuses them:
-  ``python examples/agent_loop.py --data-dir DIR --say "..."`` continues the thread in ``DIR``;
+- summaries live in a ``SummaryStore`` SQLite file beside it, ``demo-data/compaction.db`` in the
+  checkout unless ``--data-dir`` says otherwise; the files stay after the run, to be read with
+  ``python -m langgraph_compaction.store inspect`` or any SQLite browser, and a second process
+  reuses them: ``python examples/agent_loop.py --say "..."`` continues the thread;
 - events stream with ``subgraphs=True`` and are printed as they happen: one line per model call
   and the ``context_compacting`` / ``context_compacted`` events of the summary calls.
 
 The summarizer is, in order: the local OpenAI-compatible server at
 ``$COMPACTION_LOCAL_MODEL_URL`` (llama-cpp-python serving SmolLM2-135M-Instruct, see the
-README); ``ChatOpenAI`` when ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` is set (model
-``$OPENAI_MODEL``, default ``gpt-4.1-mini``); else an offline stand-in. The agent's replies and
-tool calls are the conversation's own (a replay), so every run sees the same history and only
-the summaries differ; the tools run for real in a ``ToolNode``.
+README: a 135M model shows the plumbing, not the quality of summaries); ``ChatOpenAI`` when
+``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` is set (model ``$OPENAI_MODEL``, default
+``gpt-4.1-mini``; any OpenAI-compatible server); else an offline stand-in. The agent's replies
+and tool calls are the conversation's own (a replay), so every run sees the same history and
+only the summaries differ; the tools run for real in a ``ToolNode``.
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,10 +47,12 @@ from langgraph.graph import START, StateGraph, add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from pydantic import PrivateAttr
+from sqlalchemy import make_url
 from typing_extensions import TypedDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _events import describe_event
+from _small_model import SMALL_MODEL_SUMMARY_PROMPT, SMALL_MODEL_UPDATE_PROMPT
 from quickstart import TranscriptDigestSummarizer
 
 from langgraph_compaction import (
@@ -65,19 +69,21 @@ from langgraph_compaction._demo_data import (
 )
 
 LOCAL_MODEL_ENV = "COMPACTION_LOCAL_MODEL_URL"
-MAX_SUMMARY_TOKENS = 96
-
-
-def demo_config(extra_parameters: dict[str, Any] | None = None) -> CompactionConfig:
-    """Small numbers so the 36 turns compact a few times and fit a 4,096-token local model."""
-    return CompactionConfig(
-        trigger={"type": "tokens", "value": 2800},
-        keep={"type": "messages", "value": 20},
-        headroom_ratio=0.75,  # land well below the trigger, so summaries are few and reused
-        trim_tokens_to_summarize=2000,  # one call stays well inside the local model's 4,096 tokens
-        max_summary_tokens=MAX_SUMMARY_TOKENS,
-        parameters=extra_parameters or {},
-    )
+DATA_DIR = Path(__file__).resolve().parents[1] / "demo-data"
+"""Where the demo keeps its files: in the checkout, visible, ignored by git."""
+STORE_FILE = "compaction.db"
+CHECKPOINT_FILE = "checkpoints.db"
+MAX_SUMMARY_TOKENS = 128
+"""The local model's cap: at 96 every reply stopped mid-sentence, at 128 half of them
+(benchmarks/local_summaries.py); more only lets a 135M model ramble."""
+REAL_MODEL_SUMMARY_TOKENS = 300
+PLUMBING_NOT_QUALITY = (
+    "note: a 135M model shows the plumbing, not the quality: its summaries are poor, and a\n"
+    "      reply that is plainly not a summary is rejected (a failed compaction: nothing is\n"
+    "      stored, the agent call goes ahead). For real summaries run the same demo against a\n"
+    "      model over an OpenAI-compatible API: OPENAI_API_KEY=... scripts/demo, or\n"
+    "      OPENAI_BASE_URL=http://host:port/v1 OPENAI_MODEL=name scripts/demo (see the README)."
+)
 
 
 # -- the models --------------------------------------------------------------------------------
@@ -85,11 +91,33 @@ def demo_config(extra_parameters: dict[str, Any] | None = None) -> CompactionCon
 
 @dataclass(frozen=True)
 class Summarizer:
-    """The chosen summarizer, a label for it, and parameters its summary calls need."""
+    """The chosen summarizer, a label for it, and what its summary calls need."""
 
     model: BaseChatModel
     label: str
     parameters: dict[str, Any]
+    max_summary_tokens: int = MAX_SUMMARY_TOKENS
+    is_local: bool = False
+    """The 135M local model: it gets the short prompts of ``_small_model``."""
+
+
+def demo_config(summarizer: Summarizer) -> CompactionConfig:
+    """Small numbers so the 36 turns compact a few times and fit a 4,096-token local model."""
+    prompts: dict[str, Any] = {}
+    if summarizer.is_local:
+        prompts = {
+            "summary_prompt": SMALL_MODEL_SUMMARY_PROMPT,
+            "update_prompt": SMALL_MODEL_UPDATE_PROMPT,
+        }
+    return CompactionConfig(
+        trigger={"type": "tokens", "value": 2800},
+        keep={"type": "messages", "value": 20},
+        headroom_ratio=0.75,  # land well below the trigger, so summaries are few and reused
+        trim_tokens_to_summarize=2000,  # one call stays well inside the local model's 4,096 tokens
+        max_summary_tokens=summarizer.max_summary_tokens,
+        parameters=summarizer.parameters,
+        **prompts,
+    )
 
 
 def pick_summarizer() -> Summarizer:
@@ -104,11 +132,20 @@ def pick_summarizer() -> Summarizer:
         # llama-cpp-python's server ignores max_completion_tokens, which ChatOpenAI sends for
         # max_tokens: the cap must travel in the body as max_tokens.
         parameters = {"extra_body": {"max_tokens": MAX_SUMMARY_TOKENS}}
-        return Summarizer(model, "local SmolLM2-135M-Instruct (llama-cpp-python)", parameters)
+        label = "local SmolLM2-135M-Instruct (llama-cpp-python)"
+        return Summarizer(model, label, parameters, is_local=True)
     if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
         name = os.environ.get("OPENAI_MODEL", "gpt-4.1-mini")
-        return Summarizer(ChatOpenAI(model=name, temperature=0), f"OpenAI-compatible {name}", {})
-    return Summarizer(TranscriptDigestSummarizer(), "offline stand-in (no model)", {})
+        model = ChatOpenAI(
+            model=name,
+            temperature=0,
+            base_url=os.environ.get("OPENAI_BASE_URL"),
+            # A local server (vLLM, Ollama, llama.cpp) takes any key; the client wants one.
+            api_key=os.environ.get("OPENAI_API_KEY") or "unused",  # type: ignore[arg-type]
+        )
+        label = f"OpenAI-compatible {name} at {os.environ.get('OPENAI_BASE_URL') or 'OpenAI'}"
+        return Summarizer(model, label, {}, REAL_MODEL_SUMMARY_TOKENS)
+    return Summarizer(TranscriptDigestSummarizer(), "offline stand-in (no model)", {}, 400)
 
 
 class ReplayAgent(BaseChatModel):
@@ -167,8 +204,9 @@ def build_agent(
     checkpointer: SqliteSaver,
 ) -> Agent:
     """``START -> compaction -> agent -> (tools -> compaction -> agent)* -> END``."""
+    config = demo_config(summarizer)
     compaction = create_compaction_graph(
-        demo_config(summarizer.parameters), model=summarizer.model, store=store, tools=DEMO_TOOLS
+        config, model=summarizer.model, store=store, tools=DEMO_TOOLS
     )
     bound = agent_model.bind_tools(DEMO_TOOLS)
 
@@ -242,8 +280,8 @@ def open_demo(
     """Open the store (an SQLite file in ``data_dir`` unless ``store_url`` is given) and the
     checkpointer in ``data_dir``, and build the agent over them. Returns (graph, store, close).
     """
-    store = SummaryStore(store_url or f"sqlite:///{data_dir / 'summaries.db'}")
-    saver_cm = SqliteSaver.from_conn_string(str(data_dir / "checkpoints.db"))
+    store = SummaryStore(store_url or f"sqlite:///{data_dir / STORE_FILE}")
+    saver_cm = SqliteSaver.from_conn_string(str(data_dir / CHECKPOINT_FILE))
     checkpointer = saver_cm.__enter__()
     graph = build_agent(agent_model, summarizer, store, checkpointer)
 
@@ -254,45 +292,108 @@ def open_demo(
     return graph, store, close
 
 
+def remove_demo_files(data_dir: Path) -> list[Path]:
+    """Delete an earlier run's two SQLite files (and their WAL files) so a replay starts afresh."""
+    removed = [
+        path
+        for name in (STORE_FILE, CHECKPOINT_FILE)
+        for path in sorted(data_dir.glob(f"{name}*"))
+        if path.name in {name, f"{name}-wal", f"{name}-shm", f"{name}-journal"}
+    ]
+    for path in removed:
+        path.unlink()
+    return removed
+
+
+def shown_path(path: Path) -> str:
+    """``path`` relative to the working directory when it is inside it: shorter to copy."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def how_to_look(data_dir: Path, store_url: str | None) -> str:
+    """The two ways to read the store this run leaves behind, as lines to copy."""
+    python = shown_path(Path(sys.executable))
+    url = f"sqlite:///{shown_path(data_dir / STORE_FILE)}"
+    if store_url:
+        url = make_url(store_url).render_as_string(hide_password=True)
+    command = (
+        f"     {python} -m langgraph_compaction.store inspect \\\n"
+        f"         --url '{url}' --thread {DEMO_THREAD_ID} --full"
+    )
+    if store_url:
+        return f"Look at the summaries (every version, whole):\n{command}"
+    path = shown_path(data_dir / STORE_FILE)
+    return (
+        f"The summaries stay in {path}, the conversation in "
+        f"{shown_path(data_dir / CHECKPOINT_FILE)}.\n"
+        "Two ways to look at them:\n"
+        "  1. the inspect command (every version, whole):\n"
+        f"{command}\n"
+        f"  2. open {path} in any SQLite browser (DB Browser for SQLite, or the sqlite3\n"
+        "     shell): the table compaction_summaries has a row per summary version."
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, help="where the two SQLite files go")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=DATA_DIR,
+        help=f"where the two SQLite files go and stay: {STORE_FILE} (the summaries) and "
+        f"{CHECKPOINT_FILE} (the conversation); default: demo-data/ in the checkout. "
+        "A replay starts by deleting the earlier run's files there.",
+    )
     parser.add_argument("--turns", type=int, default=len(DEMO_TURNS), help="turns to replay")
-    parser.add_argument("--say", help="continue the thread in --data-dir with this message")
+    parser.add_argument(
+        "--say", help="continue the thread of an earlier run (in --data-dir) with this message"
+    )
     parser.add_argument("--store-url", help="a SQLAlchemy URL for the summaries, e.g. PostgreSQL")
     args = parser.parse_args(argv)
-    if args.say and args.data_dir is None:
-        parser.error("--say needs the --data-dir of an earlier run")
-    with tempfile.TemporaryDirectory(prefix="compaction-agent-loop-") as tmp:
-        data_dir = args.data_dir or Path(tmp)
-        data_dir.mkdir(parents=True, exist_ok=True)
-        summarizer = pick_summarizer()
-        print(f"summarizer: {summarizer.label}")
-        if os.environ.get(LOCAL_MODEL_ENV):
-            print(f"local model server: {os.environ[LOCAL_MODEL_ENV]}")
-        print(f"summary store: {args.store_url or data_dir / 'summaries.db'}")
-        turns = () if args.say else DEMO_TURNS[: args.turns]
-        agent_model = ReplayAgent(turns)
-        graph, store, close = open_demo(data_dir, summarizer, agent_model, args.store_url)
-        try:
-            config: RunnableConfig = {"configurable": {"thread_id": DEMO_THREAD_ID}}
-            if args.say:
-                history = graph.get_state(config).values.get("messages", [])
-                number = 1 + sum(isinstance(m, HumanMessage) for m in history)
-                rows = run_turn(graph, number, args.say)
-            else:
-                rows = [r for n, t in enumerate(turns, 1) for r in run_turn(graph, n, t.user)]
-            messages = graph.get_state(config).values["messages"]
-            summaries = store.list_summaries(DEMO_THREAD_ID)
-        finally:
-            close()
-        made = sum(r.report.summary_calls for r in rows)
-        print(
-            f"\n{len(rows)} model calls, {made} summary calls; {len(summaries)} summaries "
-            f"in the store; the checkpoint holds {len(messages)} messages."
-        )
-        if summaries:
-            print("\nLatest summary:\n  " + summaries[-1].summary.replace("\n", "\n  "))
+    data_dir: Path = args.data_dir
+    if args.say and not (data_dir / CHECKPOINT_FILE).exists():
+        parser.error(f"--say continues an earlier run, but {data_dir} holds none")
+    data_dir.mkdir(parents=True, exist_ok=True)
+    if not args.say and (removed := remove_demo_files(data_dir)):
+        print(f"(removed the previous run's {', '.join(p.name for p in removed)} in {data_dir})")
+    summarizer = pick_summarizer()
+    print(f"summarizer: {summarizer.label}")
+    if os.environ.get(LOCAL_MODEL_ENV):
+        print(f"local model server: {os.environ[LOCAL_MODEL_ENV]}")
+    if summarizer.is_local:
+        print(PLUMBING_NOT_QUALITY)
+    print(f"summary store: {args.store_url or shown_path(data_dir / STORE_FILE)}")
+    turns = () if args.say else DEMO_TURNS[: args.turns]
+    agent_model = ReplayAgent(turns)
+    graph, store, close = open_demo(data_dir, summarizer, agent_model, args.store_url)
+    try:
+        config: RunnableConfig = {"configurable": {"thread_id": DEMO_THREAD_ID}}
+        if args.say:
+            history = graph.get_state(config).values.get("messages", [])
+            number = 1 + sum(isinstance(m, HumanMessage) for m in history)
+            rows = run_turn(graph, number, args.say)
+        else:
+            rows = [r for n, t in enumerate(turns, 1) for r in run_turn(graph, n, t.user)]
+        messages = graph.get_state(config).values["messages"]
+        summaries = store.list_summaries(DEMO_THREAD_ID)
+    finally:
+        close()
+    made = sum(r.report.summary_calls for r in rows)
+    failed = sum(r.report.action == "failed" for r in rows)
+    print(
+        f"\n{len(rows)} model calls, {made} summary calls, {failed} failed compactions; "
+        f"{len(summaries)} summaries in the store; the checkpoint holds {len(messages)} messages."
+    )
+    if summaries:
+        latest = summaries[-1]
+        print(f"\nLatest summary (v{latest.version}, {latest.summary_tokens} tokens):")
+        print("  " + latest.summary.replace("\n", "\n  "))
+    if summarizer.is_local:
+        print("\n(written by a 135M model: the plumbing, not the quality; see the note above)")
+    print("\n" + how_to_look(data_dir, args.store_url))
     return 0
 
 

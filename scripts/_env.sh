@@ -3,11 +3,17 @@
 source "$(dirname "${BASH_SOURCE[0]}")/_local_model.sh"
 if [[ -z "${PYTHON:-}" ]]; then
     if [[ ! -x .venv/bin/python ]]; then
-        echo "Creating .venv and installing langgraph-compaction with its dev, postgres, notebook"
-        echo "and local extras (first run only; building llama-cpp-python takes several minutes)"
-        python3 -m venv .venv
-        .venv/bin/python -m pip install --quiet --upgrade pip
-        install_project .venv/bin/python "dev,postgres,notebook,local"
+        install_started=$SECONDS
+        echo "First run: creating .venv and installing langgraph-compaction with its dev, postgres,"
+        echo "notebook and local extras. Building llama-cpp-python takes several minutes, once."
+        if ! _install_phase "python3 -m venv .venv, and the newest pip" \
+            bash -c 'python3 -m venv .venv && .venv/bin/python -m pip install --quiet --upgrade pip' ||
+            ! install_project .venv/bin/python "dev,postgres,notebook,local"; then
+            rm -rf .venv # half installed: the next run starts over instead of using it
+            echo "The install failed (see above); fix the cause and run the script again." >&2
+            exit 1
+        fi
+        echo "Installed in $(_elapsed "$install_started"); later runs start right away."
     fi
     PYTHON=.venv/bin/python
 fi

