@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -105,10 +106,12 @@ def _default_summary(call: SummarizerCall) -> str:
     """Deterministic text that changes with the input: call number, digest, head, line count."""
     transcript = call.transcript
     digest = hashlib.sha256(call.prompt.encode()).hexdigest()[:8]
-    # Words of the transcript (not runs of filler), so the reply is about the conversation.
-    head = " ".join(word for word in transcript.split() if len(word) <= 24)[:40]
+    head = " ".join(transcript.split())[:40]
     lines = len(transcript.splitlines())
-    return f"SUMMARY#{call.index} [{digest}]: {head} ... ({lines} transcript lines)"
+    # A few words of the transcript, so the reply is about the conversation, as a summary is.
+    words = dict.fromkeys(w.lower() for w in re.findall(r"[A-Za-z0-9_]{5,24}", transcript))
+    about = ", ".join(list(words)[:5])
+    return f"SUMMARY#{call.index} [{digest}]: {head} ... ({lines} transcript lines; {about})"
 
 
 class RecordingSummarizer(BaseChatModel):

@@ -77,7 +77,7 @@ async def test_async_turns_never_wait_inside_one_event_loop(store: SummaryStore)
         await asyncio.sleep(PAUSE)
         messages = _reply(messages, turn)
     await asyncio.sleep(SLOW * 1.5)  # let the last background job land
-    _check_run(durations, actions, summarizer, store)
+    await asyncio.to_thread(_check_run, durations, actions, summarizer, store)  # sync reads
     await store.aclose()
 
 

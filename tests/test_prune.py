@@ -8,6 +8,7 @@ turn must extend the previous model input byte for byte.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import itertools
 import json
@@ -406,8 +407,9 @@ def test_inputs_state_and_checkpoint_keep_the_originals(make_graph: GraphFactory
 async def test_the_async_path_sends_the_same_bytes(make_graph: GraphFactory) -> None:
     run = agent_run(70)
     points = model_call_points(run)
-    turns = replay(make_graph(folder="sync", model=RecordingSummarizer()), run, "s")
-    graph = make_graph(folder="async", model=RecordingSummarizer())
+    sync_graph = await asyncio.to_thread(make_graph, folder="sync", model=RecordingSummarizer())
+    turns = await asyncio.to_thread(replay, sync_graph, run, "s")  # the sync path, off the loop
+    graph = await asyncio.to_thread(make_graph, folder="async", model=RecordingSummarizer())
     config: RunnableConfig = {"configurable": {"thread_id": "s"}}
     for point, turn in zip(points, turns, strict=True):
         result = await graph.ainvoke({"messages": cast(list[AnyMessage], run[:point])}, config)

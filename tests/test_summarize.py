@@ -344,8 +344,7 @@ def test_threads_and_namespaces_are_separate(
 
 
 async def test_sync_and_async_give_the_same_inputs(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    def drive(graph, calls):  # type: ignore[no-untyped-def]
-        return calls
+    import asyncio
 
     sync_store = SummaryStore(f"sqlite:///{tmp_path / 'sync.db'}")
     async_store = SummaryStore(f"sqlite:///{tmp_path / 'async.db'}")
@@ -354,14 +353,16 @@ async def test_sync_and_async_give_the_same_inputs(tmp_path) -> None:  # type: i
     messages: list[BaseMessage] = chat(5)
     for turn in range(40):
         messages = [*messages, HumanMessage(f"q{turn} " + "z" * 400, id=f"q{turn}")]
-        sync_result = sync_graph.invoke({"messages": messages}, THREAD)
+        # the sync path runs off the loop, as a sync graph under an async server would
+        sync_result = await asyncio.to_thread(sync_graph.invoke, {"messages": messages}, THREAD)
         async_result = await async_graph.ainvoke({"messages": messages}, THREAD)
         assert sync_result["compaction"].action == async_result["compaction"].action
         sync_input = [(m.type, m.content) for m in sync_result["llm_input_messages"]]
         async_input = [(m.type, m.content) for m in async_result["llm_input_messages"]]
         assert sync_input == async_input
         messages.append(AIMessage(f"a{turn}", id=f"ans{turn}"))
-    assert len(sync_store.list_summaries("t")) == len(await async_store.alist_summaries("t")) > 1
+    sync_count = len(await asyncio.to_thread(sync_store.list_summaries, "t"))
+    assert sync_count == len(await async_store.alist_summaries("t")) > 1
     await async_store.aclose()
 
 
