@@ -45,6 +45,7 @@ _COMMON_WORDS = """
     share ready provide sections section update updated identifier identifiers verbatim
     concise factual invent reply earlier part covers everything obsolete true drop same
     write written previous discussed track information details
+    success successful successfully completed complete finished improve improved improvement
 """
 _COMMON = frozenset(_COMMON_WORDS.split())
 _REQUESTS = re.compile(
@@ -84,14 +85,17 @@ def _quotes(passage: str, transcript: str) -> bool:
     return " ".join(head) in " ".join(_words(transcript))
 
 
-def _is_salient(term: str, written: str) -> bool:
+def _salient_form(term: str, written: str) -> str | None:
+    """How ``term`` counts as salient (lowercase, or as written for a code), or None."""
     if term.isdigit():  # "10" or "25" is in any text; "884213" or "2025" names something
-        return len(term) >= 3
+        return term if len(term) >= 3 else None
     if any(ch.isdigit() for ch in term):  # "m1", "v2", "gpt-4o": an identifier
-        return len(term) >= 2
-    if written.isupper() and len(term) >= 3:  # "SEK", "UTC", "CSV": an acronym or a code
-        return True
-    return len(term) >= 4 and term not in _COMMON
+        return term if len(term) >= 2 else None
+    if len(term) >= 4 and term not in _COMMON:
+        return term
+    # "SEK", "UTC", "CSV": a code, matched only in capitals, so that the "AND" of a SQL query
+    # is not matched by any "and".
+    return written if written.isupper() and len(written) >= 3 else None
 
 
 def _terms(text: str) -> Iterator[tuple[str, str]]:
@@ -106,9 +110,10 @@ def salient_terms(text: str) -> frozenset[str]:
     """The words and identifiers of ``text`` that a summary of it would be expected to repeat.
 
     Identifiers count whole (``etl/currency.py``) and by their parts (``currency``), so a
-    summary that shortens a path still matches. Lowercase.
+    summary that shortens a path still matches. Lowercase, but codes in capitals as written.
     """
-    return frozenset(term for term, written in _terms(text) if _is_salient(term, written))
+    forms = (_salient_form(term, written) for term, written in _terms(text))
+    return frozenset(form for form in forms if form is not None)
 
 
 def not_a_summary(text: str, transcript: str) -> str | None:
@@ -130,6 +135,7 @@ def not_a_summary(text: str, transcript: str) -> str | None:
     if request and not _quotes(text[request.start() :], transcript):
         return f"it asks for input ({request.group(0)!r}) instead of summarizing"
     expected = salient_terms(transcript)
-    if expected and not expected.intersection(term for term, _ in _terms(text)):
+    written = {form for pair in _terms(text) for form in pair}
+    if expected and not expected & written:
         return "it mentions none of the conversation's names, numbers or terms"
     return None

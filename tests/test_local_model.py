@@ -14,6 +14,7 @@ config's ``parameters``.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -33,6 +34,9 @@ from typing_extensions import TypedDict
 
 from langgraph_compaction import CompactionReport, SummaryStore, create_compaction_graph
 from langgraph_compaction._demo_data import DEMO_TURNS
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+from _small_model import SMALL_MODEL_SUMMARY_PROMPT, SMALL_MODEL_UPDATE_PROMPT
 
 LOCAL_MODEL_ENV = "COMPACTION_LOCAL_MODEL_URL"
 SUMMARY_PREFIX = "Here is a summary of the conversation to date:\n\n"
@@ -69,6 +73,10 @@ def _config(cap: int, **overrides: Any) -> dict[str, Any]:
         "keep": {"type": "messages", "value": 4},
         "max_summary_tokens": cap,
         "parameters": {"extra_body": {"max_tokens": cap}},  # what the server honours
+        # The demo's short prompts: with the built-in ones a 135M model often answers with
+        # something that is not a summary, which the pipeline rejects as a failed summary.
+        "summary_prompt": SMALL_MODEL_SUMMARY_PROMPT,
+        "update_prompt": SMALL_MODEL_UPDATE_PROMPT,
         **overrides,
     }
 
