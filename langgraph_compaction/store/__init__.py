@@ -5,7 +5,19 @@ Run ``python -m langgraph_compaction.store inspect --url URL`` to see what a sto
 """
 
 from langgraph_compaction.store._leases import Lease
-from langgraph_compaction.store._records import SummaryRecord, ThreadState
+from langgraph_compaction.store._records import (
+    IndexedMessage,
+    RecalledMessage,
+    SummaryRecord,
+    ThreadState,
+)
 from langgraph_compaction.store._store import SummaryStore
 
-__all__ = ["Lease", "SummaryRecord", "SummaryStore", "ThreadState"]
+__all__ = [
+    "IndexedMessage",
+    "Lease",
+    "RecalledMessage",
+    "SummaryRecord",
+    "SummaryStore",
+    "ThreadState",
+]

@@ -1,4 +1,4 @@
-"""The values the store hands out (SummaryRecord, ThreadState) and the one it takes in.
+"""The values the store hands out (SummaryRecord, ThreadState, RecalledMessage) and takes in.
 
 Plain frozen dataclasses: they cross threads and event loops, hash, and compare by value.
 A SummaryRecord's fields are named exactly like the ``compaction_summaries`` columns.
@@ -16,11 +16,14 @@ from typing import Any, Literal, get_args
 
 __all__ = [
     "RECORD_FIELDS",
+    "IndexedMessage",
     "NewSummary",
+    "RecalledMessage",
     "SummaryKind",
     "SummaryRecord",
     "ThreadState",
     "check_calibration",
+    "indexed_messages",
     "message_ids",
     "record_from_row",
 ]
@@ -120,6 +123,59 @@ class NewSummary:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
 
 
+@dataclass(frozen=True, slots=True)
+class IndexedMessage:
+    """A message a summary newly covers, to index for total recall (``recall_messages=``).
+
+    The store adds its content hash, created_at and, for ranking, the text of its neighbours
+    and the last date the conversation mentioned before it.
+
+    Raises:
+        ValueError: the position is negative, or the id or type is empty.
+    """
+
+    position: int
+    """Index of the message in the thread's history."""
+    message_id: str
+    """The message's id, or ``#<position>`` for a message without one."""
+    type: str
+    """``human``, ``ai``, ``tool`` or ``system``."""
+    name: str | None
+    """The tool's name for a tool message, else the message's name, if any."""
+    text: str
+    """The message as the summary transcript renders it (``role: text``), unescaped."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.position, bool) or not isinstance(self.position, int):
+            raise ValueError(f"position must be an int, got {self.position!r}")
+        if self.position < 0:
+            raise ValueError(f"position must be >= 0, got {self.position}")
+        if not self.message_id:
+            raise ValueError(f"message {self.position} has an empty message_id; use '#<position>'")
+        if not self.type:
+            raise ValueError(f"message {self.message_id!r} has an empty type")
+        if not isinstance(self.text, str):
+            raise ValueError(f"message {self.message_id!r}: text must be a str")
+
+
+@dataclass(frozen=True, slots=True)
+class RecalledMessage:
+    """One search hit of total recall: an evicted message, as it was indexed."""
+
+    message_id: str
+    """The message's id, or ``#<position>`` for a message without one."""
+    position: int
+    """Index of the message in the thread's history."""
+    type: str
+    """``human``, ``ai``, ``tool`` or ``system``."""
+    name: str | None
+    """The tool's or the message's name, if any."""
+    text: str
+    """The message as the summary transcript rendered it (``role: text``)."""
+    score: float
+    """How well it matches the query; higher is better, comparable within one search only."""
+
+
 def message_ids(ids: Sequence[str]) -> tuple[str, ...]:
     """The ids as a tuple; a bare string is refused rather than split into characters.
 
@@ -129,6 +185,19 @@ def message_ids(ids: Sequence[str]) -> tuple[str, ...]:
     if isinstance(ids, str):
         raise ValueError("rescued_message_ids must be a sequence of ids, not one string")
     return tuple(ids)
+
+
+def indexed_messages(batch: Sequence[IndexedMessage]) -> tuple[IndexedMessage, ...]:
+    """The batch as a tuple, checked before any database work.
+
+    Raises:
+        ValueError: an item is not an IndexedMessage.
+    """
+    items = tuple(batch)
+    for item in items:
+        if not isinstance(item, IndexedMessage):
+            raise ValueError(f"recall_messages holds {item!r}; pass IndexedMessage values")
+    return items
 
 
 def check_calibration(ratio: float) -> float:

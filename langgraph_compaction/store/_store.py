@@ -13,17 +13,20 @@ from types import TracebackType
 
 from sqlalchemy import Connection
 
-from langgraph_compaction.store import _tables, _threads
+from langgraph_compaction.store import _search, _tables, _threads
 from langgraph_compaction.store._check import find_problems
 from langgraph_compaction.store._database import Database
 from langgraph_compaction.store._engine import BUSY_TIMEOUT_S
 from langgraph_compaction.store._leasing import LeaseMethods
+from langgraph_compaction.store._recalling import RecallMethods
 from langgraph_compaction.store._records import (
+    IndexedMessage,
     NewSummary,
     SummaryKind,
     SummaryRecord,
     ThreadState,
     check_calibration,
+    indexed_messages,
     message_ids,
 )
 
@@ -39,7 +42,7 @@ def _positive(name: str, value: float) -> float:
     return float(value)
 
 
-class SummaryStore(LeaseMethods):
+class SummaryStore(LeaseMethods, RecallMethods):
     """Summaries and per-thread state in a SQLite file or a PostgreSQL database.
 
     One object serves the sync and the async graph path, is safe to share across threads
@@ -196,13 +199,16 @@ class SummaryStore(LeaseMethods):
         model: str | None,
         rescued_message_ids: Sequence[str],
         generation: int | None = None,
+        recall_messages: Sequence[IndexedMessage] = (),
     ) -> SummaryRecord:
         """Store a summary as the thread's next version, in one transaction.
 
         If the thread already holds a summary of this ``prefix_hash`` (say another worker just
         wrote it), nothing is written and that row is returned. With ``retention`` set, the
-        versions beyond it are deleted in the same transaction. With ``generation`` (from
-        :meth:`thread_state`), a thread deleted since then gets nothing written.
+        versions beyond it are deleted in the same transaction (indexed messages stay). With
+        ``generation`` (from :meth:`thread_state`), a thread deleted since then gets nothing
+        written. ``recall_messages`` (total recall: the messages this summary newly covers)
+        are indexed in the same transaction, each message once, for :meth:`search_messages`.
 
         Returns:
             The stored row, with its id, version and created_at.
@@ -226,7 +232,8 @@ class SummaryStore(LeaseMethods):
             model=model,
             rescued_message_ids=message_ids(rescued_message_ids),
         )
-        return self._db.run(self._insert(new, generation), write=True, attempts=_ADD_ATTEMPTS)
+        op = self._insert(new, generation, recall_messages)
+        return self._db.run(op, write=True, attempts=_ADD_ATTEMPTS)
 
     async def aadd_summary(
         self,
@@ -244,6 +251,7 @@ class SummaryStore(LeaseMethods):
         model: str | None,
         rescued_message_ids: Sequence[str],
         generation: int | None = None,
+        recall_messages: Sequence[IndexedMessage] = (),
     ) -> SummaryRecord:
         """Async :meth:`add_summary`."""
         new = NewSummary(
@@ -260,15 +268,22 @@ class SummaryStore(LeaseMethods):
             model=model,
             rescued_message_ids=message_ids(rescued_message_ids),
         )
-        op = self._insert(new, generation)
+        op = self._insert(new, generation, recall_messages)
         return await self._db.arun(op, write=True, attempts=_ADD_ATTEMPTS)
 
     def _insert(
-        self, new: NewSummary, generation: int | None
+        self, new: NewSummary, generation: int | None, recall: Sequence[IndexedMessage]
     ) -> Callable[[Connection], SummaryRecord]:
+        batch = indexed_messages(recall)
+
+        def index(conn: Connection) -> None:
+            _search.index_messages(conn, new.thread_id, new.namespace, batch)
+
         def insert(conn: Connection) -> SummaryRecord:
             _threads.check_generation(conn, new.thread_id, new.namespace, generation)
-            return _tables.insert_summary(conn, new, self._retention)
+            if not batch:  # recall off
+                return _tables.insert_summary(conn, new, self._retention)
+            return _tables.insert_summary(conn, new, self._retention, index)
 
         return insert
 
@@ -339,7 +354,8 @@ class SummaryStore(LeaseMethods):
     # -- deletion ----------------------------------------------------------------------------
 
     def delete_thread(self, thread_id: str, namespace: str | None = None) -> int:
-        """Delete the thread's summaries, state and leases in one namespace (None: in all).
+        """Delete the thread's summaries, indexed messages, state and leases in one namespace
+        (None: in all), in one transaction.
 
         Final: the thread's generation goes up in the same transaction, so a summary computed
         before (here or in another process) that carries the old generation is refused, and

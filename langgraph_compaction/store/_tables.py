@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 from uuid import uuid4
@@ -33,6 +34,7 @@ from sqlalchemy import (
     TypeDecorator,
     bindparam,
     delete,
+    event,
     func,
     select,
     text,
@@ -41,6 +43,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.types import DateTime, TypeEngine
 
 from langgraph_compaction._exceptions import SummaryStoreError
+from langgraph_compaction.store._fulltext import create_fulltext
 from langgraph_compaction.store._records import (
     RECORD_FIELDS,
     NewSummary,
@@ -60,6 +63,7 @@ __all__ = [
     "list_summaries",
     "lock_schema",
     "lock_thread",
+    "messages",
     "meta",
     "metadata",
     "summaries",
@@ -192,6 +196,43 @@ leases = Table(
 )
 """Who is summarizing which prefix right now (schema 3); a row past expires_at is free."""
 
+messages = Table(
+    "compaction_messages",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("thread_id", Text, nullable=False),
+    Column("namespace", Text, nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("message_id", Text, nullable=False),
+    Column("type", Text, nullable=False),
+    Column("name", Text, nullable=True),
+    Column("text", Text, nullable=False),
+    # Derived by the store, for ranking: the two messages before and after, and the last
+    # date the conversation mentioned before this message (a session header's, say).
+    Column("previous_text", Text, nullable=False),
+    Column("next_text", Text, nullable=False),
+    Column("session_date", Text, nullable=True),
+    Column("content_hash", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+"""The messages summaries evicted, for total recall (schema 4); full text in ``_fulltext``."""
+# A second worker or a re-summarization indexes a message once (ON CONFLICT DO NOTHING).
+Index(
+    "ux_compaction_messages_message",
+    messages.c.thread_id,
+    messages.c.namespace,
+    messages.c.message_id,
+    messages.c.content_hash,
+    unique=True,
+)
+Index(
+    "ix_compaction_messages_position",
+    messages.c.thread_id,
+    messages.c.namespace,
+    messages.c.position,
+)
+event.listen(messages, "after_create", lambda _table, conn, **_kw: create_fulltext(conn))
+
 ALL_NAMESPACES = "*"
 """``compaction_generations.namespace`` of a deletion of the thread in every namespace."""
 
@@ -271,11 +312,18 @@ def find_summary(
     return None if row is None else record_from_row(row)
 
 
-def insert_summary(conn: Connection, new: NewSummary, retention: int | None) -> SummaryRecord:
+def insert_summary(
+    conn: Connection,
+    new: NewSummary,
+    retention: int | None,
+    on_insert: Callable[[Connection], None] | None = None,
+) -> SummaryRecord:
     """Store ``new`` as the thread's next version, or return the row already holding its prefix.
 
-    Runs inside the caller's write transaction. A version collision with a writer that does not
-    take the per-thread lock surfaces as IntegrityError, which the caller retries.
+    Runs inside the caller's write transaction; ``on_insert`` runs in it too, only when this
+    call stored the row (total recall indexes the evicted messages there). A version collision
+    with a writer that does not take the per-thread lock surfaces as IntegrityError, which the
+    caller retries.
     """
     lock_thread(conn, new.thread_id)  # a clash only costs some waiting
     existing = find_summary(conn, new.thread_id, new.namespace, new.prefix_hash)
@@ -304,8 +352,11 @@ def insert_summary(conn: Connection, new: NewSummary, retention: int | None) -> 
     stored = find_summary(conn, new.thread_id, new.namespace, new.prefix_hash)
     if stored is None:
         raise SummaryStoreError("a summary just written could not be read back; retry the call")
-    if stored.id == row_id and retention is not None:
-        _trim(conn, new.thread_id, new.namespace, retention)
+    if stored.id == row_id:
+        if on_insert is not None:
+            on_insert(conn)
+        if retention is not None:
+            _trim(conn, new.thread_id, new.namespace, retention)
     return stored
 
 

@@ -25,6 +25,7 @@ from langgraph_compaction.store._tables import (
     generations,
     leases,
     lock_thread,
+    messages,
     summaries,
     threads,
 )
@@ -186,7 +187,7 @@ def set_calibration(
 
 
 def delete_thread(conn: Connection, thread_id: str, namespace: str | None) -> int:
-    """Delete the thread's summaries, state and leases, and bump its generation.
+    """Delete the thread's summaries, indexed messages, state and leases; bump its generation.
 
     ``namespace=None`` deletes in every namespace and bumps the all-namespaces generation,
     which also covers namespaces that hold no row yet. Returns how many summaries went.
@@ -204,7 +205,7 @@ def delete_thread(conn: Connection, thread_id: str, namespace: str | None) -> in
         )
     )
     deleted = 0
-    for table in (leases, threads, summaries):
+    for table in (leases, threads, messages, summaries):  # summaries last: their count
         where = [table.c.thread_id == thread_id]
         if namespace is not None:
             where.append(table.c.namespace == namespace)
