@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from langchain_core.messages import BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
+from ._messages import trim_middle
 from ._tokens import TokenCounter
 
 __all__ = ["ChunkPlan", "plan_chunks", "shorten_message", "shorten_text"]
 
 _CHARS_PER_TOKEN = 4
-_MARKER_CHARS = 48  # "\n[... N characters shortened ...]\n"
+_MARKER_CHARS = 48  # "\n\n[... N of M characters cut ...]\n\n"
 _MIN_KEPT_CHARS = 32
 
 
@@ -41,8 +42,7 @@ def shorten_text(text: str, max_chars: int) -> str:
     if len(text) <= limit + _MARKER_CHARS:
         return text
     half = limit // 2
-    cut = len(text) - 2 * half
-    return f"{text[:half]}\n[... {cut} characters shortened ...]\n{text[len(text) - half :]}"
+    return trim_middle(text, half, half)
 
 
 def shorten_message(message: BaseMessage, max_tokens: int) -> BaseMessage:

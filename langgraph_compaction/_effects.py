@@ -1,51 +1,81 @@
-"""I/O at the edges: pipeline steps yield effects, and a sync or async driver runs them.
+"""I/O at the edges: pipeline steps yield typed effects, and a sync or async driver runs them.
 
-A step is a generator that yields an effect (a store call, a model call, a pause, a wait for
-another call's summary) and receives its result, so the decision logic is written once and
-the sync and async paths differ only in the few lines of each effect's two runners: the
-async runners never block the event loop.
+A step is a generator, as httpx's ``Auth.auth_flow`` is: it yields an effect (a store call, a
+model call, a pause, a wait for another call's summary, starting background work) and is sent
+back the effect's result; ``yield from perform(effect)`` gives that result its type. So the
+decision logic is written once, and the two paths differ only in each effect's two runners,
+``run`` and ``arun``; the async runners never block the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Generator
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 
 from ._flights import Flight
-from .store import SummaryStore
+from .store import Lease, SummaryRecord, SummaryStore, ThreadState
 
 __all__ = [
     "Effect",
     "ModelCall",
     "Sleep",
+    "Start",
     "Step",
     "StoreCall",
     "WaitFlight",
+    "acquire_lease",
+    "add_summary",
     "adrive",
     "drive",
+    "find_summary",
+    "latest_summaries",
+    "perform",
+    "record_failure",
+    "release_lease",
+    "reset_failures",
+    "set_calibration",
+    "thread_state",
 ]
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Effect(Protocol[T_co]):
+    """Something a step asks its driver to do, on the calling thread or on the event loop."""
+
+    def run(self, store: SummaryStore) -> T_co: ...
+
+    def arun(self, store: SummaryStore) -> Awaitable[T_co]: ...
+
+
+Step = Generator["Effect[Any]", Any, T]
+"""A pipeline step: yields effects, is sent their results, returns ``T``."""
+
+
+def perform(effect: Effect[T]) -> Generator[Effect[Any], Any, T]:
+    """``result = yield from perform(effect)``: the effect's result, typed."""
+    return cast(T, (yield effect))
 
 
 @dataclass(frozen=True, slots=True)
-class StoreCall:
-    """Call ``SummaryStore.<method>`` (or its ``a``-prefixed async twin)."""
+class StoreCall(Generic[T]):
+    """One SummaryStore method, as its sync and its async twin."""
 
-    method: str
-    kwargs: dict[str, Any] = field(default_factory=dict)
+    sync: Callable[[SummaryStore], T]
+    asynchronous: Callable[[SummaryStore], Awaitable[T]]
 
-    def run(self, store: SummaryStore) -> Any:
-        return getattr(store, self.method)(**self.kwargs)
+    def run(self, store: SummaryStore) -> T:
+        return self.sync(store)
 
-    async def arun(self, store: SummaryStore) -> Any:
-        return await getattr(store, "a" + self.method)(**self.kwargs)
+    def arun(self, store: SummaryStore) -> Awaitable[T]:
+        return self.asynchronous(store)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,13 +83,13 @@ class ModelCall:
     """Invoke a chat model (already bound and tagged) on a prompt."""
 
     model: Runnable[Any, BaseMessage]
-    prompt: list[BaseMessage]
+    prompt: Sequence[BaseMessage]
 
     def run(self, store: SummaryStore) -> BaseMessage:
-        return self.model.invoke(self.prompt)
+        return self.model.invoke(list(self.prompt))
 
-    async def arun(self, store: SummaryStore) -> BaseMessage:
-        return await self.model.ainvoke(self.prompt)
+    def arun(self, store: SummaryStore) -> Awaitable[BaseMessage]:
+        return self.model.ainvoke(list(self.prompt))
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,13 +101,13 @@ class Sleep:
     def run(self, store: SummaryStore) -> None:
         time.sleep(self.seconds)
 
-    async def arun(self, store: SummaryStore) -> None:
-        await asyncio.sleep(self.seconds)
+    def arun(self, store: SummaryStore) -> Awaitable[None]:
+        return asyncio.sleep(self.seconds)
 
 
 @dataclass(frozen=True, slots=True)
 class WaitFlight:
-    """Wait until another call of this process has made the summary; False on timeout."""
+    """Wait until another call (or a background job) has landed; False on timeout."""
 
     flight: Flight
     timeout: float
@@ -85,12 +115,100 @@ class WaitFlight:
     def run(self, store: SummaryStore) -> bool:
         return self.flight.wait(self.timeout)
 
-    async def arun(self, store: SummaryStore) -> bool:
-        return await self.flight.await_(self.timeout)
+    def arun(self, store: SummaryStore) -> Awaitable[bool]:
+        return self.flight.await_(self.timeout)
 
 
-Effect = StoreCall | ModelCall | Sleep | WaitFlight
-Step = Generator[Effect, Any, T]
+@dataclass(frozen=True, slots=True)
+class Start:
+    """Start background work: a daemon thread on the sync path, a task on the running loop.
+
+    Each callable only starts the work (it returns at once) and says whether it did.
+    """
+
+    in_thread: Callable[[], bool]
+    on_loop: Callable[[], bool]
+
+    def run(self, store: SummaryStore) -> bool:
+        return self.in_thread()
+
+    def arun(self, store: SummaryStore) -> Awaitable[bool]:
+        return _now(self.on_loop())
+
+
+async def _now(value: T) -> T:
+    return value
+
+
+# -- the store calls the pipeline makes ------------------------------------------------------
+
+
+def thread_state(thread_id: str, namespace: str) -> StoreCall[ThreadState]:
+    return StoreCall(
+        lambda s: s.thread_state(thread_id, namespace),
+        lambda s: s.athread_state(thread_id, namespace),
+    )
+
+
+def latest_summaries(thread_id: str, namespace: str, limit: int) -> StoreCall[list[SummaryRecord]]:
+    return StoreCall(
+        lambda s: s.latest_summaries(thread_id, namespace, limit),
+        lambda s: s.alatest_summaries(thread_id, namespace, limit),
+    )
+
+
+def find_summary(
+    thread_id: str, namespace: str, prefix_hash: str
+) -> StoreCall[SummaryRecord | None]:
+    return StoreCall(
+        lambda s: s.find_summary(thread_id, namespace, prefix_hash),
+        lambda s: s.afind_summary(thread_id, namespace, prefix_hash),
+    )
+
+
+def set_calibration(
+    thread_id: str, namespace: str, ratio: float, generation: int
+) -> StoreCall[None]:
+    return StoreCall(
+        lambda s: s.set_calibration(thread_id, namespace, ratio, generation=generation),
+        lambda s: s.aset_calibration(thread_id, namespace, ratio, generation=generation),
+    )
+
+
+def record_failure(
+    thread_id: str, namespace: str, message_count: int, error: str, generation: int | None
+) -> StoreCall[ThreadState]:
+    kwargs = {"message_count": message_count, "error": error, "generation": generation}
+    return StoreCall(
+        lambda s: s.record_failure(thread_id, namespace, **kwargs),  # type: ignore[arg-type]
+        lambda s: s.arecord_failure(thread_id, namespace, **kwargs),  # type: ignore[arg-type]
+    )
+
+
+def reset_failures(thread_id: str, namespace: str, generation: int | None) -> StoreCall[None]:
+    return StoreCall(
+        lambda s: s.reset_failures(thread_id, namespace, generation=generation),
+        lambda s: s.areset_failures(thread_id, namespace, generation=generation),
+    )
+
+
+def acquire_lease(thread_id: str, namespace: str, prefix_hash: str) -> StoreCall[Lease | None]:
+    return StoreCall(
+        lambda s: s.acquire_lease(thread_id, namespace, prefix_hash),
+        lambda s: s.aacquire_lease(thread_id, namespace, prefix_hash),
+    )
+
+
+def release_lease(lease: Lease) -> StoreCall[None]:
+    return StoreCall(lambda s: s.release_lease(lease), lambda s: s.arelease_lease(lease))
+
+
+def add_summary(**fields: Any) -> StoreCall[SummaryRecord]:
+    """``SummaryStore.add_summary`` with these keyword arguments."""
+    return StoreCall(lambda s: s.add_summary(**fields), lambda s: s.aadd_summary(**fields))
+
+
+# -- drivers ---------------------------------------------------------------------------------
 
 
 def drive(step: Step[T], store: SummaryStore) -> T:
@@ -105,7 +223,7 @@ def drive(step: Step[T], store: SummaryStore) -> T:
             else:
                 effect = step.send(result)
     except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
+        return cast(T, stop.value)
     finally:
         step.close()  # a step abandoned midway (cancelled, interrupted) runs its cleanup
 
@@ -122,6 +240,6 @@ async def adrive(step: Step[T], store: SummaryStore) -> T:
             else:
                 effect = step.send(result)
     except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
+        return cast(T, stop.value)
     finally:
         step.close()

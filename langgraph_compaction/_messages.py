@@ -14,8 +14,10 @@ from langchain_core.messages.utils import convert_to_messages
 from ._exceptions import CompactionInputError
 
 __all__ = [
+    "RECALL_LINE",
     "SUMMARY_NAME",
     "SUMMARY_PREFIX",
+    "caller_index",
     "coerce_messages",
     "count_leading_system",
     "ensure_tool_pairs",
@@ -23,10 +25,15 @@ __all__ = [
     "is_real_user_message",
     "make_summary_message",
     "split_tool_units",
+    "trim_middle",
 ]
 
 SUMMARY_NAME = "summary"
 SUMMARY_PREFIX = "Here is a summary of the conversation to date:\n\n"
+RECALL_LINE = (
+    "\n\nEarlier messages of this conversation are not shown; search their exact text "
+    "with the `{tool}` tool."
+)
 _MISSING_RESULT = "[no tool result was recorded for this call]"
 
 
@@ -73,6 +80,30 @@ def coerce_messages(state: object) -> list[BaseMessage]:
                 f"expected {_EXPECTED}"
             ) from exc
     return converted
+
+
+def trim_middle(text: str, head: int, tail: int) -> str:
+    """Keep ``head`` and ``tail`` characters with a marker saying how much was cut.
+
+    The one head-and-tail trimmer: pruning's soft trim, a summary call's shortened messages
+    and an oversized newest turn all read the same way.
+    """
+    cut = len(text) - head - tail
+    if cut <= 0:
+        return text
+    marker = f"[... {cut} of {len(text)} characters cut ...]"
+    return f"{text[:head]}\n\n{marker}\n\n{text[len(text) - tail :]}"
+
+
+def caller_index(messages: Sequence[BaseMessage], index: int) -> int:
+    """The AI message a tool result belongs to: the one its batch directly follows (-1: none).
+
+    Paired by position, since real traces reuse tool-call ids.
+    """
+    caller = index - 1
+    while caller >= 0 and isinstance(messages[caller], ToolMessage):
+        caller -= 1
+    return caller
 
 
 def count_leading_system(messages: Sequence[BaseMessage]) -> int:
@@ -153,10 +184,18 @@ def ensure_tool_pairs(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage
     return output, repairs
 
 
-def make_summary_message(summary_text: str, record_id: str) -> HumanMessage:
-    """The injected summary: identical bytes on every call until the next summary."""
+def make_summary_message(
+    summary_text: str, record_id: str, recall_tool: str | None = None
+) -> HumanMessage:
+    """The injected summary: identical bytes on every call until the next summary.
+
+    With recall on, it ends with one line telling the model how to get the originals back.
+    """
+    content = SUMMARY_PREFIX + summary_text
+    if recall_tool:
+        content += RECALL_LINE.format(tool=recall_tool)
     return HumanMessage(
-        content=SUMMARY_PREFIX + summary_text,
+        content=content,
         name=SUMMARY_NAME,
         id=f"compaction-summary-{record_id}",
         additional_kwargs={"hide_from_ui": True},

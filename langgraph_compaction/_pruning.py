@@ -1,18 +1,23 @@
 """LibreChat's pruning rule over plain messages: eligibility, age, and the pruned copies.
 
-``nodes/prune.py`` applies this rule only at crossings (its epochs); `plan_pruning` is the
-rule applied once to a model input, as LibreChat does on every call.
+A tool result is eligible when it comes after the first real user message and before the last
+``keep_last_assistants`` assistant messages (those and all after them are protected), its tool
+passes ``tools_allow``/``tools_deny`` (globs, case-insensitive, deny wins), and it alone has
+``min_prunable_tool_chars`` characters (an image counts ``IMAGE_CHARS``). At age ``(N - i) / N``
+it is soft trimmed from ``soft_trim_ratio`` (head and tail kept, images replaced by a
+placeholder) and hard cleared from ``hard_clear_ratio``. :mod:`._epochs` applies the rule only
+at trigger crossings.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ._config import PruningConfig
-from ._messages import is_real_user_message
+from ._config_models import PruningConfig
+from ._messages import caller_index, is_real_user_message, trim_middle
 
 __all__ = [
     "HARD",
@@ -20,13 +25,12 @@ __all__ = [
     "KEEP",
     "SOFT",
     "age_level",
+    "age_levels",
     "first_user_index",
     "is_candidate",
-    "plan_pruning",
     "protected_from",
     "prunable_chars",
     "pruned_copy",
-    "soft_trim_text",
     "tool_allowed",
 ]
 
@@ -35,15 +39,6 @@ KEEP, SOFT, HARD = 0, 1, 2
 IMAGE_CHARS = 340
 """Characters an image counts for eligibility: langchain-core's 85 tokens at 4 characters."""
 _IMAGE_TYPES = frozenset({"image", "image_url", "input_image"})
-
-
-def soft_trim_text(text: str, head: int, tail: int) -> str:
-    """Keep ``head`` and ``tail`` characters with a marker saying how much was cut."""
-    cut = len(text) - head - tail
-    if cut <= 0:
-        return text
-    marker = f"[... {cut} of {len(text)} characters trimmed ...]"
-    return f"{text[:head]}\n\n{marker}\n\n{text[len(text) - tail :]}"
 
 
 def _content_parts(message: BaseMessage) -> tuple[str, list[tuple[str, int]]]:
@@ -80,7 +75,7 @@ def pruned_copy(message: BaseMessage, level: int, pruning: PruningConfig) -> Bas
     else:
         text, others = _content_parts(message)
         trim = pruning.soft_trim
-        content = soft_trim_text(text, trim.head_chars, trim.tail_chars)
+        content = trim_middle(text, trim.head_chars, trim.tail_chars)
         content += "".join(f"\n[{label} omitted]" for label, _ in others)
     return message.model_copy(update={"content": content}, deep=True)
 
@@ -100,9 +95,7 @@ def _tool_name(messages: Sequence[BaseMessage], index: int) -> str:
     message = messages[index]
     if message.name:
         return message.name
-    caller = index - 1
-    while caller >= 0 and isinstance(messages[caller], ToolMessage):
-        caller -= 1
+    caller = caller_index(messages, index)
     ai = messages[caller] if caller >= 0 else None
     if isinstance(ai, AIMessage) and isinstance(message, ToolMessage):
         for call in ai.tool_calls:
@@ -150,23 +143,21 @@ def age_level(position: int, size: int, chars: int, pruning: PruningConfig) -> i
     return KEEP
 
 
-def plan_pruning(messages: Sequence[BaseMessage], pruning: PruningConfig) -> dict[int, BaseMessage]:
-    """LibreChat's treatments of one model input at its own length, by index.
+def age_levels(
+    eligible: Sequence[int],
+    size: int,
+    shift: int,
+    chars: Mapping[int, int],
+    pruning: PruningConfig,
+) -> dict[int, int]:
+    """The age formula over a model input of ``size`` messages: each eligible index's level.
 
-    A single evaluation of the age formula: no epochs and no escalation (the pipeline uses
-    `derive_epochs`, which calls this rule only at crossings). Empty when pruning is off.
+    ``shift`` maps a history index to its model input position (a summary and rescued
+    messages sit in front of the kept ones). Indexes left untreated are omitted.
     """
-    if not pruning.enabled or not messages:
-        return {}
-    first_user = first_user_index(messages, 0)
-    if first_user is None:
-        return {}
-    size = len(messages)
-    end = protected_from(messages, 0, size, pruning.keep_last_assistants)
-    treated: dict[int, BaseMessage] = {}
-    for index in range(first_user + 1, end):
-        if is_candidate(messages, index, pruning):
-            level = age_level(index, size, prunable_chars(messages[index]), pruning)
-            if level != KEEP:
-                treated[index] = pruned_copy(messages[index], level, pruning)
-    return treated
+    levels = {}
+    for index in eligible:
+        level = age_level(index + shift, size, chars[index], pruning)
+        if level != KEEP:
+            levels[index] = level
+    return levels

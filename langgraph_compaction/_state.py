@@ -6,7 +6,7 @@ the subgraph never writes the history (or anything else) back into a parent's ch
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from langchain_core.messages import AnyMessage
 from langgraph.channels.untracked_value import UntrackedValue
@@ -14,7 +14,7 @@ from typing_extensions import TypedDict
 
 from ._report import CompactionReport
 
-__all__ = ["CompactionInput", "CompactionOutput", "CompactionState", "WorkingState"]
+__all__ = ["CompactionInput", "CompactionOutput", "CompactionState"]
 
 
 class CompactionInput(TypedDict):
@@ -32,9 +32,3 @@ class CompactionOutput(TypedDict, total=False):
 
 class CompactionState(CompactionInput, CompactionOutput):
     """The subgraph's state: ``messages`` in, ``llm_input_messages`` and ``compaction`` out."""
-
-
-class WorkingState(CompactionState, total=False):
-    """Internal state: the pipeline's working data passed from node to node."""
-
-    work: Annotated[Any, UntrackedValue]

@@ -1,41 +1,46 @@
 """create_compaction_graph: the compaction pipeline as a compiled LangGraph subgraph.
 
-    measure -> prune -> partition -> summarize -> assemble
+    measure -> END | prune | assemble        (pass through; the held summary; go on)
+    prune -> assemble | partition            (pruning alone fits; go on)
+    partition -> summarize -> assemble -> END
 
-Each node is a thin wrapper over the pure functions of ``nodes/``; the store and model calls
-are effects run by a sync or an async driver, so both paths share one implementation.
+Every node returns ``Command(goto=...)`` or a plain update of frozen records, so the drawing
+(``graph.get_graph().draw_mermaid()``) shows where work happens. A node that does I/O is a
+step of effects run by the sync or the async driver; one class makes both paths.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from ._background import start_precompaction
+from ._background import precompact
+from ._call import WorkingState
 from ._config import CompactionConfig
-from ._effects import adrive, drive
-from ._exceptions import SummaryStoreError
-from ._messages import coerce_messages
-from ._runtime import CallWork, CompactionRuntime, Outcome
-from ._state import CompactionInput, CompactionOutput, CompactionState, WorkingState
+from ._effects import Step, adrive, drive
+from ._jobs import Jobs
+from ._memory import Memory
+from ._pipeline import Pipeline, Precompact
+from ._settings import Settings
+from ._state import CompactionInput, CompactionOutput, CompactionState
 from ._tokens import TokenCounter
-from .nodes.assemble import assemble
-from .nodes.measure import measure
-from .nodes.partition import Partition, compressed_triggers, partition_step, still_serves
-from .nodes.prune import apply_pruning, prune
-from .nodes.summarize import outage_outcome, summarize_step
+from .nodes.assemble import assemble_node
+from .nodes.measure import measure_step
+from .nodes.partition import partition_step
+from .nodes.prune import prune_node
+from .nodes.summarize import summarize_step
 from .store import SummaryStore
 
-__all__ = ["build_graph", "create_compaction_graph"]
+__all__ = ["build_graph", "build_pipeline", "create_compaction_graph"]
 
-Update = dict[str, Any]
+T = TypeVar("T")
+CompiledCompaction = CompiledStateGraph[CompactionState, None, CompactionInput, CompactionOutput]
 
 
 def create_compaction_graph(
@@ -77,7 +82,7 @@ def create_compaction_graph(
             known context window), or ``store`` is neither a SummaryStore nor a URL.
         SummaryStoreError: ``store`` is a URL that cannot name a summary store.
     """
-    runtime = CompactionRuntime.build(
+    pipe = build_pipeline(
         config,
         model=model,
         fallback_model=fallback_model,
@@ -87,131 +92,91 @@ def create_compaction_graph(
         system_prompt=system_prompt,
         namespace=namespace,
     )
-    return build_graph(runtime, name=name)
+    return build_graph(pipe, name=name)
 
 
-def build_graph(
-    runtime: CompactionRuntime, *, name: str = "compaction"
-) -> CompiledStateGraph[CompactionState, None, CompactionInput, CompactionOutput]:
-    """Wire the five nodes over a resolved runtime."""
+def build_pipeline(
+    config: CompactionConfig | dict[str, Any] | None = None,
+    *,
+    model: BaseChatModel | str | None = None,
+    fallback_model: BaseChatModel | None = None,
+    store: SummaryStore | str | None = None,
+    token_counter: TokenCounter | None = None,
+    tools: Sequence[BaseTool | dict[str, Any]] | None = None,
+    system_prompt: str | None = None,
+    namespace: str = "default",
+) -> Pipeline:
+    """Resolve the settings once and give them fresh memory and jobs."""
+    memory = Memory(token_counter)
+    settings = Settings.build(
+        config,
+        model=model,
+        fallback_model=fallback_model,
+        store=store,
+        counter=memory.counter,
+        tools=tools,
+        system_prompt=system_prompt,
+        namespace=namespace,
+    )
+    return Pipeline(settings, memory, Jobs())
 
-    def measured(state: WorkingState, config: RunnableConfig, use_loop: bool) -> Update:
-        messages = coerce_messages(state)
-        work, report = measure(runtime, messages, config)
-        if report is None:
-            assert work is not None
-            record = still_serves(runtime, work)
-            if record is None:
-                return {"work": work}
-            work.outcome = Outcome("reused", record)  # served from memory: assemble now
-            if runtime.precompact_thresholds and compressed_triggers(
-                runtime, work, record, runtime.precompact_thresholds
-            ):
-                start_precompaction(runtime, work, record, use_loop=use_loop)
-            apply_pruning(runtime, work)
-            return _assembled(runtime, work)
-        if work is not None:  # passes through, but nears a trigger
-            start_precompaction(runtime, work, None, use_loop=use_loop)
-        return {"llm_input_messages": messages, "compaction": report}
 
-    def measure_node(state: WorkingState, config: RunnableConfig) -> Update:
-        return measured(state, config, use_loop=False)
+StepFunction = Callable[[Pipeline, Precompact, WorkingState, RunnableConfig], Step[T]]
 
-    async def ameasure_node(state: WorkingState, config: RunnableConfig) -> Update:
-        return measured(state, config, use_loop=True)
 
-    def prune_node(state: WorkingState) -> Update:
-        work: CallWork = state["work"]
-        if prune(runtime, work):
-            return _assembled(runtime, work, pruned_only=True)
-        return {"work": work}
+class _StepNode(Runnable[WorkingState, T], Generic[T]):
+    """A node whose step yields effects: the sync driver on ``invoke``, the async on
+    ``ainvoke``. A plain Runnable (no callbacks of its own), so a node is one traced run."""
 
-    async def aprune_node(state: WorkingState) -> Update:
-        return prune_node(state)
+    def __init__(self, name: str, pipe: Pipeline, step: StepFunction[T]) -> None:
+        self.name = name
+        self._pipe, self._step = pipe, step
 
-    def partition_node(state: WorkingState) -> Update:
-        work: CallWork = state["work"]
-        try:
-            drive(partition_step(runtime, work), runtime.store)
-            if isinstance(work.plan, Partition) and runtime.background.running(work.key):
-                runtime.background.wait(work.key)  # never a second summary of what is made
-                drive(partition_step(runtime, work), runtime.store)
-        except SummaryStoreError as exc:  # the agent's call goes ahead without the store
-            work.outcome = outage_outcome(runtime, work, exc)
-            return {"work": work}
-        runtime.note_store_ok()
-        if work.precompact_from is not None:
-            start_precompaction(runtime, work, work.precompact_from, use_loop=False)
-        return {"work": work}
+    def invoke(self, input: WorkingState, config: RunnableConfig | None = None, **_: Any) -> T:
+        return drive(
+            self._step(self._pipe, precompact, input, config or {}), self._pipe.settings.store
+        )
 
-    async def apartition_node(state: WorkingState) -> Update:
-        work: CallWork = state["work"]
-        try:
-            await adrive(partition_step(runtime, work), runtime.store)
-            if isinstance(work.plan, Partition) and runtime.background.running(work.key):
-                await runtime.background.await_(work.key)
-                await adrive(partition_step(runtime, work), runtime.store)
-        except SummaryStoreError as exc:
-            work.outcome = outage_outcome(runtime, work, exc)
-            return {"work": work}
-        runtime.note_store_ok()
-        if work.precompact_from is not None:
-            start_precompaction(runtime, work, work.precompact_from, use_loop=True)
-        return {"work": work}
+    async def ainvoke(
+        self, input: WorkingState, config: RunnableConfig | None = None, **_: Any
+    ) -> T:
+        step = self._step(self._pipe, precompact, input, config or {})
+        return await adrive(step, self._pipe.settings.store)
 
-    def summarize_node(state: WorkingState) -> Update:
-        work: CallWork = state["work"]
-        if work.outcome is None:  # else the store failed in partition: assemble what fits
-            try:
-                work.outcome = drive(summarize_step(runtime, work), runtime.store)
-            except SummaryStoreError as exc:
-                work.outcome = outage_outcome(runtime, work, exc)
-        return {"work": work}
 
-    async def asummarize_node(state: WorkingState) -> Update:
-        work: CallWork = state["work"]
-        if work.outcome is None:
-            try:
-                work.outcome = await adrive(summarize_step(runtime, work), runtime.store)
-            except SummaryStoreError as exc:
-                work.outcome = outage_outcome(runtime, work, exc)
-        return {"work": work}
+class _PlainNode(Runnable[WorkingState, T], Generic[T]):
+    """A node without I/O: the same function on both paths."""
 
-    def assemble_node(state: WorkingState) -> Update:
-        apply_pruning(runtime, state["work"])  # the pruned copy for the summary in use
-        return _assembled(runtime, state["work"])
+    def __init__(self, name: str, pipe: Pipeline, func: Callable[[Pipeline, WorkingState], T]):
+        self.name = name
+        self._pipe, self._func = pipe, func
 
-    async def aassemble_node(state: WorkingState) -> Update:
-        return assemble_node(state)
+    def invoke(self, input: WorkingState, config: RunnableConfig | None = None, **_: Any) -> T:
+        return self._func(self._pipe, input)
 
-    def after_measure(state: WorkingState) -> Literal["prune", "__end__"]:
-        return "__end__" if "llm_input_messages" in state else "prune"
+    async def ainvoke(
+        self, input: WorkingState, config: RunnableConfig | None = None, **_: Any
+    ) -> T:
+        return self._func(self._pipe, input)
 
-    def after_prune(state: WorkingState) -> Literal["partition", "__end__"]:
-        return "__end__" if "llm_input_messages" in state else "partition"
 
+def build_graph(pipe: Pipeline, *, name: str = "compaction") -> CompiledCompaction:
+    """Wire the five nodes over a resolved pipeline."""
     builder = StateGraph(WorkingState, input_schema=CompactionInput, output_schema=CompactionOutput)
-    for node_name, func, afunc in (
-        ("measure", measure_node, ameasure_node),
-        ("prune", prune_node, aprune_node),
-        ("partition", partition_node, apartition_node),
-        ("summarize", summarize_node, asummarize_node),
-        ("assemble", assemble_node, aassemble_node),
-    ):
-        builder.add_node(node_name, RunnableCallable(func, afunc, name=node_name, trace=False))
+    builder.add_node(
+        "measure",
+        _StepNode("measure", pipe, measure_step),
+        destinations=("prune", "assemble", END),
+    )
+    builder.add_node(
+        "prune", _PlainNode("prune", pipe, prune_node), destinations=("assemble", "partition")
+    )
+    builder.add_node("partition", _StepNode("partition", pipe, partition_step))
+    builder.add_node("summarize", _StepNode("summarize", pipe, summarize_step))
+    builder.add_node("assemble", _PlainNode("assemble", pipe, assemble_node))
     builder.add_edge(START, "measure")
-    builder.add_conditional_edges("measure", after_measure)
-    builder.add_conditional_edges("prune", after_prune)
     builder.add_edge("partition", "summarize")
     builder.add_edge("summarize", "assemble")
     builder.add_edge("assemble", END)
     graph = builder.compile(checkpointer=False, name=name)
-    return graph  # type: ignore[return-value]  # the working key is internal
-
-
-def _assembled(runtime: CompactionRuntime, work: CallWork, pruned_only: bool = False) -> Update:
-    outcome = work.outcome
-    if outcome is not None and outcome.record is not None and outcome.action != "failed":
-        runtime.remember(runtime.in_use, work.key, (outcome.record, work.epoch))
-    messages, report = assemble(runtime, work, outcome, pruned_only=pruned_only)
-    return {"llm_input_messages": messages, "compaction": report}
+    return graph  # type: ignore[return-value]  # the working keys are internal

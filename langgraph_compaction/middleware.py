@@ -17,9 +17,9 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResp
 from langchain_core.language_models import BaseChatModel
 
 from ._config import CompactionConfig
-from ._runtime import CompactionRuntime, resolve_model, resolve_store
+from ._settings import resolve_model, resolve_store
 from ._tokens import TokenCounter
-from .graph import build_graph
+from .graph import build_graph, build_pipeline
 from .store import SummaryStore
 
 __all__ = ["CompactionMiddleware"]
@@ -95,14 +95,14 @@ class CompactionMiddleware(AgentMiddleware):
     ) -> Any:
         """One compiled pipeline per (model, tools, system prompt), built once."""
         fallback = self._fallback_model or request_model
-        # The runtime holds the model and the tools, so their ids stay valid while cached.
+        # The pipeline holds the model and the tools, so their ids stay valid while cached.
         key: _GraphKey = (id(fallback), tuple(id(t) for t in tools), system_prompt)
         with self._lock:
             graph = self._graphs.get(key)
             if graph is not None:
                 self._graphs.move_to_end(key)
                 return graph
-            runtime = CompactionRuntime.build(
+            pipe = build_pipeline(
                 self.config,
                 model=self._model,
                 fallback_model=fallback,
@@ -112,7 +112,7 @@ class CompactionMiddleware(AgentMiddleware):
                 system_prompt=system_prompt,
                 namespace=self._namespace,
             )
-            graph = build_graph(runtime, name="compaction")
+            graph = build_graph(pipe, name="compaction")
             self._graphs[key] = graph
             if len(self._graphs) > _GRAPH_LIMIT:
                 self._graphs.popitem(last=False)

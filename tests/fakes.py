@@ -110,7 +110,7 @@ def _default_summary(call: SummarizerCall) -> str:
     lines = len(transcript.splitlines())
     # A few words of the transcript, so the reply is about the conversation, as a summary is.
     words = dict.fromkeys(w.lower() for w in re.findall(r"[A-Za-z0-9_]{5,24}", transcript))
-    about = ", ".join(list(words)[:5])
+    about = ", ".join(list(words)[:3])
     return f"SUMMARY#{call.index} [{digest}]: {head} ... ({lines} transcript lines; {about})"
 
 

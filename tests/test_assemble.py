@@ -44,7 +44,7 @@ def test_an_oversized_newest_unit_is_shortened_in_the_copy(
     assert report.tokens_after <= report.gauge.budget
     assert report.shortened_count >= 1
     big = [m for m in result["llm_input_messages"] if m.id and m.id.startswith("big-r")]
-    assert len(big) == 2 and all("characters shortened" in str(m.content) for m in big)
+    assert len(big) == 2 and all("characters cut" in str(m.content) for m in big)
     assert len(str(messages[-1].content)) > 20_000  # the original is untouched
 
 

@@ -14,7 +14,7 @@ from langgraph_compaction import CompactionConfig, SummaryStore, create_compacti
 from langgraph_compaction._config import ContextSize, KeepSize
 from langgraph_compaction._exceptions import CompactionConfigError
 from langgraph_compaction._tokens import HistoryIndex
-from langgraph_compaction.nodes.measure import find_keep_start, fired_triggers, resolve_thresholds
+from langgraph_compaction._thresholds import find_keep_start, fired_triggers, resolve_thresholds
 
 THREAD = {"configurable": {"thread_id": "t"}}
 

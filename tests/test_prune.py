@@ -1,6 +1,6 @@
 """Pruning (DESIGN 6.2): LibreChat's treatments, sticky epochs, request-only, real traces.
 
-The pure rule (`plan_pruning`) is checked on hand-built model inputs; the epochs through the
+The pure rule (`plan_pruning` below, built from `_pruning`'s functions) is checked on hand-built model inputs; the epochs through the
 graph, replayed turn by turn over synthetic agent runs and the real traces. A replayed turn is
 a *compaction turn* when the summary in use or the set of treated messages changed; every other
 turn must extend the previous model input byte for byte.
@@ -46,7 +46,16 @@ from typing_extensions import TypedDict
 
 from langgraph_compaction import CompactionReport, SummaryStore, create_compaction_graph
 from langgraph_compaction._config import PruningConfig
-from langgraph_compaction.nodes.prune import plan_pruning, soft_trim_text, tool_allowed
+from langgraph_compaction._messages import trim_middle as soft_trim_text
+from langgraph_compaction._pruning import (
+    age_levels,
+    first_user_index,
+    is_candidate,
+    protected_from,
+    prunable_chars,
+    pruned_copy,
+    tool_allowed,
+)
 
 PLACEHOLDER = "[Old tool result content cleared]"
 PRUNING = {
@@ -188,6 +197,21 @@ def make_graph(tmp_path: Path) -> Iterator[GraphFactory]:
         store.close()
 
 
+def plan_pruning(messages: Sequence[BaseMessage], pruning: PruningConfig) -> dict[int, BaseMessage]:
+    """LibreChat's rule evaluated once over a model input at its own length, by index: the
+    pure functions the epochs apply at each crossing, without epochs or escalation."""
+    if not pruning.enabled or not messages:
+        return {}
+    first_user = first_user_index(messages, 0)
+    if first_user is None:
+        return {}
+    end = protected_from(messages, 0, len(messages), pruning.keep_last_assistants)
+    eligible = [i for i in range(first_user + 1, end) if is_candidate(messages, i, pruning)]
+    chars = {i: prunable_chars(messages[i]) for i in eligible}
+    levels = age_levels(eligible, len(messages), 0, chars, pruning)
+    return {i: pruned_copy(messages[i], level, pruning) for i, level in levels.items()}
+
+
 def check_turn(run: Sequence[BaseMessage], turn: Turn, pruning: PruningConfig) -> None:
     """Every treated message was eligible at this point; everything else is the original."""
     messages = run[: turn.point]
@@ -209,13 +233,13 @@ def check_turn(run: Sequence[BaseMessage], turn: Turn, pruning: PruningConfig) -
         assert isinstance(original, ToolMessage), f"{where}: {message.id} is not a tool result"
         assert dump(message.model_copy(update={"content": original.content})) == dump(original)
         text = message_text(message)
-        if "characters shortened" in text:  # the newest unit alone over the limit (6.3)
+        if k >= protected and "characters cut" in text:  # the newest unit alone over (6.3)
             assert turn.report.shortened_count > 0, where
             continue
         pruned += 1
         assert first_user < k < protected, f"{where}: protected {message.id} was pruned"
         assert len(message_text(original)) >= pruning.min_prunable_tool_chars, where
-        assert text == pruning.hard_clear.placeholder or "characters trimmed" in text, where
+        assert text == pruning.hard_clear.placeholder or "characters cut" in text, where
     assert turn.report.pruned_count == pruned, where
 
 
@@ -224,7 +248,7 @@ def test_soft_trim_keeps_head_and_tail_and_says_how_much_was_cut() -> None:
     text = "H" * 10 + "m" * 80 + "T" * 10
     trimmed = soft_trim_text(text, 10, 10)
     assert trimmed.startswith("H" * 10) and trimmed.endswith("T" * 10)
-    assert "[... 80 of 100 characters trimmed ...]" in trimmed
+    assert "[... 80 of 100 characters cut ...]" in trimmed
     assert soft_trim_text("short", 10, 10) == "short"
 
 
@@ -248,7 +272,7 @@ def test_plan_pruning_follows_librechat_ages_and_protection() -> None:
         if ages[i] >= 0.5:
             assert text == PLACEHOLDER, i
         else:
-            assert ages[i] >= 0.3 and "characters trimmed" in text, i
+            assert ages[i] >= 0.3 and "characters cut" in text, i
     assert 8 not in plan, "a small result is never eligible"
     last_three = [i for i, m in enumerate(messages) if isinstance(m, AIMessage)][-3]
     assert max(plan) < last_three
@@ -303,7 +327,7 @@ def test_without_hard_clear_old_results_are_only_soft_trimmed() -> None:
     for t in range(10):
         messages.extend(tool_turn(f"t{t}", 5000))
     plan = plan_pruning(messages, pruning)
-    assert plan and all("characters trimmed" in message_text(m) for m in plan.values())
+    assert plan and all("characters cut" in message_text(m) for m in plan.values())
     assert max((21 - i) / 21 for i in plan) >= 0.5, "old enough to be cleared otherwise"
 
 
@@ -359,7 +383,7 @@ def test_the_summarizer_gets_the_original_tool_results(make_graph: GraphFactory)
     assert any(t.report.action == "summarized" for t in turns)
     assert any(t.report.action == "pruned" for t in turns)
     transcripts = "\n".join(call.transcript for call in summarizer.calls)
-    assert PLACEHOLDER not in transcripts and "characters trimmed" not in transcripts
+    assert PLACEHOLDER not in transcripts and "characters cut" not in transcripts
     assert "t0 result 0: " + "x" * 5000 in transcripts
 
 

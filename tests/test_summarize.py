@@ -187,7 +187,7 @@ def test_past_max_chunks_long_messages_are_shortened_never_dropped() -> None:
     flat = [m for chunk in plan.chunks for m in chunk]
     assert [m.id for m in flat] == [m.id for m in messages]
     assert all(str(m.content).startswith(f"m{i} ") for i, m in enumerate(flat))
-    assert all("characters shortened" in str(m.content) for m in flat)
+    assert all("characters cut" in str(m.content) for m in flat)
     # when everything fits, nothing is shortened
     plan = plan_chunks(messages[:2], tokens[:2], trim=5000, max_chunks=3)
     assert (len(plan.chunks), plan.shortened) == (1, 0)

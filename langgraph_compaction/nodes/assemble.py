@@ -1,9 +1,12 @@
 """assemble: build the model input from the summary in use and what stays verbatim.
 
-``[leading system] + [summary] + [rescued, in order] + [kept]``. When even that does not fit,
-the oldest kept units are dropped (never the latest user request or the newest unit), then the
-newest unit's oversized tool results are shortened in the copy. A final check enforces the
-tool-pair rule on the output.
+``[leading system] + [summary] + [rescued, in order] + [kept]``, with the kept messages'
+pruned copies when pruning is on. When even that does not fit, the oldest kept units are
+dropped (never the latest user request or the newest unit), then the newest unit's oversized
+tool results are shortened in the copy. A final check enforces the tool-pair rule on the
+output. Only this node (and measure, passing through) writes the outputs.
+
+    assemble -> END
 """
 
 from __future__ import annotations
@@ -12,14 +15,17 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from .._call import Measured, Outcome, WorkingState
 from .._chunks import shorten_message
+from .._epochs import pruned_input, summary_phase, whole_history_phase
 from .._messages import ensure_tool_pairs, find_latest_user_index, split_tool_units
+from .._pipeline import Pipeline
 from .._report import CompactionAction, CompactionReport, ContextGauge
-from .._runtime import CallWork, CompactionRuntime, Outcome
+from .._settings import emit
+from .._summaries import rescued_positions
 from .._tokens import calibrated
-from .partition import rescued_positions
 
-__all__ = ["assemble", "split_rescued_caller"]
+__all__ = ["assemble", "assemble_node", "split_rescued_caller"]
 
 
 def split_rescued_caller(
@@ -70,66 +76,71 @@ def _shorten_newest_unit(body: list[BaseMessage], tokens: list[int], limit: int)
 
 
 def assemble(
-    runtime: CompactionRuntime, work: CallWork, outcome: Outcome | None, pruned_only: bool = False
+    pipe: Pipeline, measured: Measured, outcome: Outcome
 ) -> tuple[list[BaseMessage], CompactionReport]:
     """The model input and the report of this call."""
-    messages, scan, lead = work.messages, work.scan, work.lead
-    source = work.model_messages if work.model_messages is not None else messages
-    pruned = work.pruned_tokens
+    settings = pipe.settings
+    messages, scan, lead = measured.messages, measured.scan, measured.lead
+    record = outcome.record
+    rescued = rescued_positions(pipe, record, messages) if record is not None else ()
+    phase = (
+        summary_phase(pipe, measured, record, rescued)
+        if record is not None
+        else whole_history_phase(pipe, measured)
+    )
+    pruned = pruned_input(pipe, measured, phase)
+    source = pruned.apply(messages)
 
     def size(index: int) -> int:
-        return pruned.get(index, scan.tokens[index])
+        return pruned.tokens(index, scan.tokens[index])
 
-    record = outcome.record if outcome else None
     body: list[BaseMessage] = list(source[:lead])
     tokens: list[int] = [size(i) for i in range(lead)]
-    kept_from, summary_tokens, rescued_count = lead, 0, 0
+    kept_from, summary_tokens = lead, 0
     if record is not None:
-        summary, summary_tokens = runtime.summary_message(record)
-        rescued = rescued_positions(runtime, record, messages)
+        summary, summary_tokens = pipe.memory.summary_message(record, settings.recall_tool)
         rescued_set = set(rescued)
         body.append(summary)
         tokens.append(summary_tokens)
         for index in rescued:
             body.append(split_rescued_caller(source, index, rescued_set))
             tokens.append(size(index))
-        kept_from, rescued_count = record.covered_messages, len(rescued)
+        kept_from = record.covered_messages
     kept_at = len(body)
     body.extend(source[kept_from:])
     tokens.extend(size(i) for i in range(kept_from, len(source)))
 
     dropped = shortened = 0
     over_budget = False
-    limit = runtime.fit_limit
+    limit = settings.fit_limit
     if limit is not None:
-        raw_limit = int(limit / work.ratio) if work.ratio else limit
-        available = raw_limit - runtime.fixed_tokens
+        raw_limit = int(limit / measured.ratio) if measured.ratio else limit
+        available = raw_limit - settings.fixed_tokens
         if sum(tokens) > available:
             dropped = _drop_oldest_units(body, tokens, kept_at, available)
         if sum(tokens) > available:
             shortened = _shorten_newest_unit(body, tokens, available)
         over_budget = sum(tokens) > available
     output, repairs = ensure_tool_pairs(body)
-    raw_after = runtime.fixed_tokens + sum(tokens)
-    tokens_after = calibrated(raw_after, work.ratio)
+    tokens_after = calibrated(settings.fixed_tokens + sum(tokens), measured.ratio)
     baseline = calibrated(
-        runtime.fixed_tokens + summary_tokens + scan.tokens_between(kept_from, len(messages)),
-        work.ratio,
+        settings.fixed_tokens + summary_tokens + scan.tokens_between(kept_from, len(messages)),
+        measured.ratio,
     )
-    runtime.remember_sent(work.key, messages, tokens_after, work.ratio)
-    action = _action(outcome, pruned_only, work.pruned_count + shortened + dropped)
-    error = outcome.error if outcome else None
+    pipe.memory.remember_sent(measured.key, messages, tokens_after, measured.ratio)
+    action = _action(outcome, pruned.count + shortened + dropped)
+    error = outcome.error
     if over_budget:
         action = "failed"
         error = (
             f"the model input is {tokens_after} tokens, over the budget of {limit}: nothing "
             "more can be evicted and the newest turn alone does not fit"
         )
-        runtime.emit(
+        emit(
             {
                 "type": "context_compaction_failed",
-                "thread_id": work.thread_id,
-                "namespace": runtime.namespace,
+                "thread_id": measured.thread_id,
+                "namespace": settings.namespace,
                 "cause": "over_budget",
                 "error": error,
                 "tokens_after": tokens_after,
@@ -137,18 +148,18 @@ def assemble(
         )
     report = CompactionReport(
         action=action,
-        tokens_before=work.tokens_before,
+        tokens_before=measured.tokens_before,
         tokens_after=tokens_after,
-        gauge=ContextGauge(tokens_after, runtime.window, runtime.budget, baseline),
-        triggers_fired=work.fired,
+        gauge=ContextGauge(tokens_after, settings.window, settings.budget, baseline),
+        triggers_fired=measured.fired,
         summary_id=record.id if record else None,
         summary_version=record.version if record else None,
         summarized_messages=(record.covered_messages - lead) if record else 0,
-        summary_calls=outcome.calls if outcome else 0,
-        pruned_count=work.pruned_count,
-        rescued_count=rescued_count,
-        shortened_count=(outcome.shortened if outcome else 0) + shortened,
-        over_trim_count=outcome.over_trim if outcome else 0,
+        summary_calls=outcome.calls,
+        pruned_count=pruned.count,
+        rescued_count=len(rescued),
+        shortened_count=outcome.shortened + shortened,
+        over_trim_count=outcome.over_trim,
         dropped_count=dropped,
         repaired_pairs=repairs,
         over_budget=over_budget,
@@ -157,13 +168,18 @@ def assemble(
     return output, report
 
 
-def _action(outcome: Outcome | None, pruned_only: bool, changed: int) -> CompactionAction:
+def assemble_node(pipe: Pipeline, state: WorkingState) -> dict[str, object]:
+    """The node (no I/O): write the outputs, and hold the summary served for the next call."""
+    measured, outcome = state["measured"], state["outcome"]
+    if outcome.record is not None and outcome.action != "failed":
+        pipe.memory.hold(measured.key, outcome.record, measured.epoch)
+    messages, report = assemble(pipe, measured, outcome)
+    return {"llm_input_messages": messages, "compaction": report}
+
+
+def _action(outcome: Outcome, changed: int) -> CompactionAction:
     """What the report says happened: only what did (``reused`` only with a summary)."""
-    if pruned_only:
-        return "pruned"
-    if outcome is None or outcome.action == "kept":
-        return "pruned" if changed else "passthrough"
-    if outcome.action == "reused" and outcome.record is None:
+    if outcome.action == "kept" or (outcome.action == "reused" and outcome.record is None):
         return "pruned" if changed else "passthrough"
     return outcome.action
 

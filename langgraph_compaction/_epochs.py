@@ -1,0 +1,258 @@
+"""Pruning epochs: LibreChat's rule applied only at trigger crossings, frozen in between.
+
+Evaluated on every call, the age formula would re-treat messages as they drift one position
+older per turn, breaking prompt caches. So treatments change only at a *crossing* and are
+frozen in between, when the input grows by appending. Crossings are derived from the history
+alone, replaying its cumulative token estimates: the first is the first prefix
+``messages[:p]`` whose unpruned context reaches the smallest tokens trigger, the next the first
+whose context with the current treatments reaches it again (binary searches). At a crossing
+the age formula is evaluated at ``N = p``, merged with the earlier treatments (a message is
+never restored), then escalated oldest first (untreated -> soft -> hard) until the context is
+below ``headroom_ratio`` x the trigger. If it still reaches the trigger, the phase *fails*
+there: a summary takes over (made from the originals). Any process derives the same crossings,
+and each graph caches the derivation per thread and extends it, so a steady-state call costs
+O(new messages).
+
+Phases tie pruning to summaries. Before any summary the whole history is one phase. With a
+summary in use the input is ``system + summary + rescued + messages[boundary:]``; that
+summary's phase prunes only the messages after its boundary, counts the summary and rescued
+messages in its context, takes positions from the model input, and replays its crossings from
+the boundary.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from langchain_core.messages import BaseMessage
+
+from ._call import Epochs, Measured, Phase
+from ._pipeline import Pipeline
+from ._pruning import (
+    HARD,
+    KEEP,
+    SOFT,
+    age_levels,
+    first_user_index,
+    is_candidate,
+    protected_from,
+    prunable_chars,
+    pruned_copy,
+)
+from ._thresholds import find_keep_start, fired_triggers
+from ._tokens import HistoryScan, calibrated
+from .store import SummaryRecord
+
+__all__ = [
+    "PrunedInput",
+    "derive_epochs",
+    "epochs_for",
+    "pruned_input",
+    "pruned_triggers",
+    "summary_phase",
+    "whole_history_phase",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PrunedInput:
+    """The model input copy of one phase: treated messages by history index."""
+
+    copies: Mapping[int, tuple[BaseMessage, int]] = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        return len(self.copies)
+
+    def tokens(self, index: int, original: int) -> int:
+        copy = self.copies.get(index)
+        return copy[1] if copy is not None else original
+
+    def apply(self, messages: Sequence[BaseMessage]) -> Sequence[BaseMessage]:
+        """The history with the treated messages replaced (the same list when none is)."""
+        if not self.copies:
+            return messages
+        copy = list(messages)
+        for index, (message, _) in self.copies.items():
+            copy[index] = message
+        return copy
+
+
+@dataclass
+class _Crossing:
+    """Treatments decided at one crossing (updates the dicts it is given)."""
+
+    pipe: Pipeline
+    messages: Sequence[BaseMessage]
+    scan: HistoryScan
+    levels: dict[int, int]
+    copies: dict[int, tuple[BaseMessage, int]]
+    saved: int
+    unpruned: int
+    """The context at the crossing before any treatment."""
+
+    @property
+    def context(self) -> int:
+        return self.unpruned - self.saved
+
+    def raise_to(self, index: int, level: int) -> None:
+        """Treat ``index`` at ``level`` unless it already is, or it would save nothing."""
+        if level <= self.levels.get(index, KEEP):
+            return
+        copy = pruned_copy(self.messages[index], level, self.pipe.settings.config.pruning)
+        tokens = self.pipe.settings.counter([copy])
+        current = self.copies[index][1] if index in self.copies else self.scan.tokens[index]
+        if tokens >= current:
+            return
+        self.levels[index] = level
+        self.copies[index] = (copy, tokens)
+        self.saved += current - tokens
+
+    def treat(self, eligible: Sequence[int], size: int, shift: int, target: float) -> None:
+        """Age formula at ``size``, then escalate oldest first until under ``target``."""
+        pruning = self.pipe.settings.config.pruning
+        chars = {i: prunable_chars(self.messages[i]) for i in eligible}
+        for index, level in age_levels(eligible, size, shift, chars, pruning).items():
+            self.raise_to(index, level)
+        hard = pruning.hard_clear.enabled
+        for index in eligible:  # untreated -> soft trim (or hard clear when too short to trim)
+            if self.context < target:
+                return
+            if self.levels.get(index, KEEP) == KEEP:
+                level = SOFT if chars[index] > pruning.soft_trim.max_chars else HARD
+                if level == SOFT or hard:
+                    self.raise_to(index, level)
+        for index in eligible:  # soft trim -> hard clear
+            if self.context < target or not hard:
+                return
+            self.raise_to(index, HARD)
+
+
+def derive_epochs(
+    pipe: Pipeline,
+    messages: Sequence[BaseMessage],
+    scan: HistoryScan,
+    phase: Phase,
+    previous: Epochs | None = None,
+) -> Epochs:
+    """The crossings and treatments of ``phase`` over ``messages``.
+
+    ``previous``, when given, must have been derived over a prefix of ``messages``: the
+    derivation only depends on the history up to each crossing, so extending it gives exactly
+    what deriving from scratch would.
+    """
+    if previous is not None and previous.failed_at is not None:
+        return previous  # final: nothing after the failure matters
+    settings = pipe.settings
+    pruning = settings.config.pruning
+    size = len(messages)
+    if previous is None:
+        previous = Epochs(phase, phase.start, "", first_user_index(messages, 0), ())
+    checked, first_user = previous.checked, previous.first_user
+    if first_user is None:
+        first_user = first_user_index(messages, checked)
+    new = tuple(i for i in range(checked, size) if is_candidate(messages, i, pruning))
+    candidates = previous.candidates + new
+    crossings = list(previous.crossings)
+    levels, copies, saved = previous.levels, previous.copies, previous.saved
+    failed_at = None
+    limit = settings.token_limit
+    cumulative, start = scan.cumulative, phase.start
+    last = crossings[-1] if crossings else start
+    while limit is not None:
+        need = limit - phase.base_tokens + cumulative[start] + saved
+        point = bisect_left(cumulative, need, last + 1, size + 1)
+        if point > size:
+            break
+        unpruned = phase.base_tokens + scan.tokens_between(start, point)
+        crossing = _Crossing(pipe, messages, scan, dict(levels), dict(copies), saved, unpruned)
+        if first_user is not None and first_user < point:
+            low = max(start, first_user + 1)
+            high = protected_from(messages, start, point, pruning.keep_last_assistants)
+            eligible = candidates[bisect_left(candidates, low) : bisect_left(candidates, high)]
+            target = settings.config.headroom_ratio * limit
+            crossing.treat(eligible, point + phase.shift, phase.shift, target)
+        levels, copies, saved = crossing.levels, crossing.copies, crossing.saved
+        crossings.append(point)
+        last = point
+        if crossing.context >= limit:
+            failed_at = point
+            break
+    return Epochs(
+        phase=phase,
+        checked=size,
+        digest=scan.prefix_hash(size),
+        first_user=first_user,
+        candidates=candidates,
+        crossings=tuple(crossings),
+        levels=levels,
+        copies=copies,
+        saved=saved,
+        failed_at=failed_at,
+    )
+
+
+def epochs_for(pipe: Pipeline, measured: Measured, phase: Phase) -> Epochs:
+    """`derive_epochs` for this call, extending the graph's cached derivation when it can."""
+    key = (*measured.key, phase.key)
+    cached = pipe.memory.epochs.get(key)
+    size = len(measured.messages)
+    if cached is not None and (
+        cached.phase != phase
+        or cached.checked > size
+        or measured.scan.prefix_hash(cached.checked) != cached.digest
+    ):
+        cached = None
+    if cached is not None and (cached.checked == size or cached.failed_at is not None):
+        return cached
+    epochs = derive_epochs(pipe, measured.messages, measured.scan, phase, cached)
+    pipe.memory.epochs.put(key, epochs)
+    return epochs
+
+
+def whole_history_phase(pipe: Pipeline, measured: Measured) -> Phase:
+    lead = measured.lead
+    return Phase("", lead, pipe.settings.fixed_tokens + measured.scan.cumulative[lead], 0)
+
+
+def summary_phase(
+    pipe: Pipeline, measured: Measured, record: SummaryRecord, rescued: Sequence[int]
+) -> Phase:
+    _, summary_tokens = pipe.memory.summary_message(record, pipe.settings.recall_tool)
+    scan, lead, boundary = measured.scan, measured.lead, record.covered_messages
+    base = pipe.settings.fixed_tokens + scan.cumulative[lead] + summary_tokens
+    base += sum(scan.tokens[i] for i in rescued)
+    return Phase(record.id, boundary, base, lead + 1 + len(rescued) - boundary)
+
+
+def refine_count(pipe: Pipeline, measured: Measured, start: int) -> int:
+    """Messages outside the keep window, counted on the originals (as measure does)."""
+    settings = pipe.settings
+    if not settings.needs_refine_count:
+        return 0
+    keep, window = settings.config.keep, settings.window
+    return find_keep_start(measured.messages, measured.scan, start, keep, window) - start
+
+
+def pruned_triggers(
+    pipe: Pipeline, measured: Measured, phase: Phase, count: int, refine: int
+) -> tuple[str, ...]:
+    """Triggers the pruned context of ``phase`` fires (uncalibrated), or the budget it exceeds."""
+    epochs = epochs_for(pipe, measured, phase)
+    raw = phase.base_tokens + measured.scan.tokens_between(phase.start, len(measured.messages))
+    raw -= epochs.saved
+    settings = pipe.settings
+    fired = fired_triggers(settings.thresholds, raw, count, refine)
+    budget = settings.budget
+    if not fired and budget is not None and calibrated(raw, measured.ratio) > budget:
+        return (f"budget>{budget}",)
+    return fired
+
+
+def pruned_input(pipe: Pipeline, measured: Measured, phase: Phase) -> PrunedInput:
+    """The model input copy of ``phase`` (nothing treated when pruning is off)."""
+    if not pipe.settings.config.pruning.enabled:
+        return PrunedInput()
+    return PrunedInput(epochs_for(pipe, measured, phase).copies)
