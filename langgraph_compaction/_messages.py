@@ -25,6 +25,7 @@ __all__ = [
     "is_real_user_message",
     "make_summary_message",
     "split_tool_units",
+    "tool_name_of",
     "trim_middle",
 ]
 
@@ -104,6 +105,20 @@ def caller_index(messages: Sequence[BaseMessage], index: int) -> int:
     while caller >= 0 and isinstance(messages[caller], ToolMessage):
         caller -= 1
     return caller
+
+
+def tool_name_of(messages: Sequence[BaseMessage], index: int) -> str:
+    """A message's name; for a tool result without one, the name of the call it answers."""
+    message = messages[index]
+    if message.name or not isinstance(message, ToolMessage):
+        return message.name or ""
+    caller = caller_index(messages, index)
+    ai = messages[caller] if caller >= 0 else None
+    if isinstance(ai, AIMessage):
+        for call in ai.tool_calls:
+            if call.get("id") == message.tool_call_id:
+                return call["name"]
+    return ""
 
 
 def count_leading_system(messages: Sequence[BaseMessage]) -> int:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ._config_models import PruningConfig
-from ._messages import caller_index, is_real_user_message, trim_middle
+from ._messages import is_real_user_message, tool_name_of, trim_middle
 
 __all__ = [
     "HARD",
@@ -90,27 +90,13 @@ def tool_allowed(name: str, pruning: PruningConfig) -> bool:
     )
 
 
-def _tool_name(messages: Sequence[BaseMessage], index: int) -> str:
-    """The result's tool name, else the name of the call it answers (paired by position)."""
-    message = messages[index]
-    if message.name:
-        return message.name
-    caller = caller_index(messages, index)
-    ai = messages[caller] if caller >= 0 else None
-    if isinstance(ai, AIMessage) and isinstance(message, ToolMessage):
-        for call in ai.tool_calls:
-            if call.get("id") == message.tool_call_id:
-                return call["name"]
-    return ""
-
-
 def is_candidate(messages: Sequence[BaseMessage], index: int, pruning: PruningConfig) -> bool:
     """Eligible but for its position: a large tool result of a prunable tool."""
     message = messages[index]
     return (
         isinstance(message, ToolMessage)
         and prunable_chars(message) >= pruning.min_prunable_tool_chars
-        and tool_allowed(_tool_name(messages, index), pruning)
+        and tool_allowed(tool_name_of(messages, index), pruning)
     )
 
 

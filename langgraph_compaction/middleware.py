@@ -15,8 +15,10 @@ from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
 
 from ._config import CompactionConfig
+from ._recall import create_recall_tool
 from ._settings import resolve_model, resolve_store
 from ._tokens import TokenCounter
 from .graph import build_graph, build_pipeline
@@ -83,6 +85,14 @@ class CompactionMiddleware(AgentMiddleware):
         )
         self._fallback_model = fallback_model
         self._store = resolve_store(store, self.config.store_url)
+        recall = self.config.recall
+        self.tools: list[BaseTool] = []
+        if recall.enabled:  # the agent gets the tool that searches what compaction evicted
+            self.tools.append(
+                create_recall_tool(
+                    self._store, namespace=namespace, limit=recall.limit, name=recall.tool_name
+                )
+            )
         self._token_counter = token_counter
         self._namespace = namespace
         self._graphs: OrderedDict[_GraphKey, Any] = OrderedDict()

@@ -38,14 +38,14 @@ from .._effects import (
 )
 from .._exceptions import SummarizerError, SummaryStoreError, ThreadDeletedError
 from .._flights import FLIGHTS
-from .._messages import make_summary_message
+from .._messages import make_summary_message, tool_name_of
 from .._model_calls import PromptTooLong, bind_summarizer, distinct_models, model_name, summary_call
 from .._pipeline import Pipeline, Precompact
 from .._prompts import fill_prompt, render_transcript
 from .._quality import not_a_summary
 from .._settings import emit
 from .._summaries import message_key, store_outage
-from ..store import Lease, SummaryRecord, SummaryStore, ThreadState
+from ..store import IndexedMessage, Lease, SummaryRecord, SummaryStore, ThreadState
 
 __all__ = ["LEASE_WAIT_S", "breaker_open", "summarize", "summarize_step"]
 
@@ -252,6 +252,7 @@ def _make(pipe: Pipeline, measured: Measured, decision: Decision, plan: Partitio
                 model=model_name(models[0]),
                 rescued_message_ids=tuple(message_key(measured.messages, i) for i in plan.rescued),
                 generation=generation,
+                recall_messages=_recalled(measured, plan) if config.recall.enabled else (),
             )
         )
     except ThreadDeletedError:
@@ -277,6 +278,21 @@ def _make(pipe: Pipeline, measured: Measured, decision: Decision, plan: Partitio
         }
     )
     return Outcome("summarized", record, calls=calls, shortened=shortened, over_trim=over_trim)
+
+
+def _recalled(measured: Measured, plan: Partition) -> tuple[IndexedMessage, ...]:
+    """What total recall indexes with this summary: the originals it newly covers."""
+    messages = measured.messages
+    return tuple(
+        IndexedMessage(
+            position=index,
+            message_id=message_key(messages, index),
+            type=messages[index].type,
+            name=tool_name_of(messages, index) or None,
+            text=render_transcript([messages[index]]),
+        )
+        for index in plan.evicted
+    )
 
 
 def _plan(
