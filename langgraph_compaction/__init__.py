@@ -6,18 +6,21 @@ SQLAlchemy-backed store, so one process reuses what another made.
 """
 
 from ._config import CompactionConfig
+from ._recall import create_recall_tool
 from ._report import CompactionReport
 from ._state import CompactionState
 from .graph import create_compaction_graph
 from .middleware import CompactionMiddleware
-from .store import SummaryRecord, SummaryStore
+from .store import RecalledMessage, SummaryRecord, SummaryStore
 
 __all__ = [
     "CompactionConfig",
     "CompactionMiddleware",
     "CompactionReport",
     "CompactionState",
+    "RecalledMessage",
     "SummaryRecord",
     "SummaryStore",
     "create_compaction_graph",
+    "create_recall_tool",
 ]
