@@ -173,16 +173,17 @@ async def test_the_output_cap_is_honoured(local_url: str, store: SummaryStore) -
     await store.aclose()
 
 
-def test_a_context_overflow_goes_through_the_failure_policy(
+def test_a_context_overflow_is_rechunked_and_the_agent_call_goes_ahead(
     local_url: str, store: SummaryStore, saver: SqliteSaver
 ) -> None:
-    # One call with everything evicted: far more than the server's 4,096-token context.
+    # One call with everything evicted: far more than the server's 4,096-token context. The
+    # server refuses it for its length; the pipeline learns the window and re-chunks.
     config = _config(64, trim_tokens_to_summarize=None)
     compaction = create_compaction_graph(config, model=_local_model(local_url), store=store)
     agent_model = FakeToolCallingModel()
     graph = _parent_graph(compaction, agent_model, saver)
     thread: RunnableConfig = {"configurable": {"thread_id": "local-overflow"}}
-    history = _history(30, repeat=3)
+    history = _history(30, repeat=6)  # about 10,000 tokens: no prompt makes that fit 4,096
 
     events: list[dict[str, Any]] = []
     for _, event in graph.stream(
@@ -190,14 +191,17 @@ def test_a_context_overflow_goes_through_the_failure_policy(
     ):
         assert isinstance(event, dict)
         events.append(event)
+    report = graph.get_state(thread).values.get("compaction")
 
     types = [event["type"] for event in events]
-    assert types == ["context_compacting", "context_compaction_failed"]
-    assert "context" in events[-1]["error"].lower()  # the server's overflow message
-    assert store.list_summaries("local-overflow") == []
-    assert store.thread_state("local-overflow", "default").consecutive_failures == 1
+    assert types[0] == "context_compacting"
+    # A 135M model's reply may still be rejected as not a summary: either way, one outcome.
+    assert types[1:] in (["context_compacted"], ["context_compaction_failed"]), types
+    if types[-1] == "context_compaction_failed":
+        assert "context" not in events[-1]["error"].lower()  # not the overflow: re-chunked
+    assert report is None  # untracked: the report is not checkpointed
     assert agent_model.call_count == 1  # the agent call went ahead
     sent = agent_model.last_messages
-    assert sent[-1].id == "user-last"  # the latest request survives the fallback
-    assert len(sent) < len(history)  # oldest units dropped to fit
+    assert sent[-1].id == "user-last"  # the latest request survives
+    assert len(sent) < len(history)  # compacted or, on failure, oldest units dropped to fit
     assert len(graph.get_state(thread).values["messages"]) == len(history) + 1
