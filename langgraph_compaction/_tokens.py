@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -37,6 +38,8 @@ TokenCounter = Callable[[Sequence[BaseMessage]], int]
 """Any callable that counts the tokens of a list of messages (LangChain's convention)."""
 
 CALIBRATION_BOUNDS = (0.5, 2.0)
+_KEY = operator.itemgetter("id", "content")
+_TOOL_CALLS = operator.methodcaller("get", "tool_calls")
 _HASHING = threading.Lock()
 _MAX_THREADS = 1024
 
@@ -85,8 +88,8 @@ def _digest(message: BaseMessage) -> bytes:
 class HistoryScan:
     """Per-message token counts and prefix hashes of one history, shared across calls."""
 
-    ids: list[str | None]
-    contents: list[Any]
+    keys: list[tuple[str | None, Any]]
+    """Each message's ``(id, content)``: what the next call compares."""
     tokens: list[int]
     cumulative: list[int] = field(default_factory=lambda: [0])
     """``cumulative[i]`` is the token count of ``messages[:i]``."""
@@ -121,13 +124,15 @@ class HistoryIndex:
 
     def scan(self, key: tuple[str, str], messages: Sequence[BaseMessage]) -> HistoryScan:
         """Scan a history, reusing what is unchanged since this thread's last scan."""
-        ids = [m.id for m in messages]
-        contents = [m.content for m in messages]
-        calls = [m.__dict__.get("tool_calls") for m in messages]  # fields live in __dict__
+        # In C (map, itemgetter over each message's __dict__, where pydantic keeps its fields):
+        # touching every message once is most of a steady-state call's cost.
+        fields = list(map(vars, messages))
+        keys = list(map(_KEY, fields))
+        calls = list(map(_TOOL_CALLS, fields))
         with self._lock:
             previous = self._scans.get(key)
-        same = _common_prefix(previous, ids, contents, calls) if previous else 0
-        if previous is not None and same == len(previous.ids):
+        same = _common_prefix(previous, keys, calls) if previous else 0
+        if previous is not None and same == len(previous.keys):
             tokens = previous.tokens
             cumulative = previous.cumulative
             hashes = previous.hashes
@@ -142,7 +147,7 @@ class HistoryIndex:
             tokens.append(count)
             running += count
             cumulative.append(running)
-        scan = HistoryScan(ids, contents, tokens, cumulative, hashes, messages, calls)
+        scan = HistoryScan(keys, tokens, cumulative, hashes, messages, calls)
         with self._lock:
             self._scans[key] = scan
             self._scans.move_to_end(key)
@@ -152,21 +157,16 @@ class HistoryIndex:
 
 
 def _common_prefix(
-    previous: HistoryScan, ids: list[str | None], contents: list[Any], calls: list[Any]
+    previous: HistoryScan, keys: list[tuple[str | None, Any]], calls: list[Any]
 ) -> int:
     """Length of the prefix the previous scan shares with this history."""
-    size = min(len(previous.ids), len(ids))
-    if (
-        previous.ids[:size] == ids[:size]
-        and previous.contents[:size] == contents[:size]
-        and previous.calls[:size] == calls[:size]
-    ):
+    size = min(len(previous.keys), len(keys))
+    if size == len(previous.keys):  # the usual case: the history grew by appending
+        if previous.keys == keys[:size] and previous.calls == calls[:size]:
+            return size
+    elif previous.keys[:size] == keys and previous.calls[:size] == calls:
         return size
     for index in range(size):
-        if (
-            previous.ids[index] != ids[index]
-            or previous.contents[index] != contents[index]
-            or previous.calls[index] != calls[index]
-        ):
+        if previous.keys[index] != keys[index] or previous.calls[index] != calls[index]:
             return index
     return size
