@@ -303,3 +303,27 @@ async def test_async_methods_never_block_the_loop(url: str) -> None:
         assert await store.asearch_messages("t", "vegetarian") == []
     finally:
         await store.aclose()
+
+
+def test_the_check_finds_edited_rows_and_a_stale_full_text_index(
+    recall_store: SummaryStore, url: str
+) -> None:
+    fill(recall_store)
+    assert recall_store.check_integrity() == []
+    engine = create_engine(derive_urls(url)[0])
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE compaction_messages SET text = 'edited' WHERE position = 1"))
+        if url.startswith("sqlite"):  # drop one row from FTS5 behind the table's back
+            conn.execute(
+                text(
+                    "INSERT INTO compaction_messages_fts(compaction_messages_fts, rowid, "
+                    "thread_id, text, previous_text, next_text, session_date) SELECT 'delete', "
+                    "id, thread_id, text, previous_text, next_text, session_date "
+                    "FROM compaction_messages WHERE position = 2"
+                )
+            )
+    engine.dispose()
+    problems = recall_store.check_integrity()
+    assert any("'m1'" in p and "content_hash" in p for p in problems)
+    if url.startswith("sqlite"):
+        assert any("out of step" in p for p in problems)

@@ -4,8 +4,10 @@ It reports, in plain sentences, every way the rows break the store's own rules: 
 malformed summary, two rows of one thread with the same version or the same prefix, a parent
 that belongs elsewhere, is not older, or is missing without retention having trimmed it, and
 per-thread state out of range, a deletion generation below 1, a lease without an owner or
-that expires before it was taken. On SQLite it runs ``PRAGMA integrity_check`` first. It
-only reads. An empty list means the store is sound.
+that expires before it was taken, an indexed message whose content hash does not match its
+text or whose position is negative, and (SQLite) a full-text index out of step with its
+table. On SQLite it runs ``PRAGMA integrity_check`` first. It only reads. An empty list
+means the store is sound.
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select
 
+from langgraph_compaction.store._fulltext import FTS_TABLE
 from langgraph_compaction.store._migrate import HEAD_REVISION, current_revision
-from langgraph_compaction.store._tables import generations, leases, summaries, threads
+from langgraph_compaction.store._records import IndexedMessage
+from langgraph_compaction.store._search import content_hash
+from langgraph_compaction.store._tables import generations, leases, messages, summaries, threads
 
 __all__ = ["find_problems"]
 
@@ -44,6 +49,7 @@ def find_problems(conn: Connection) -> list[str]:
     problems += _lineage_problems(conn)
     problems += _thread_problems(conn)
     problems += _deletion_and_lease_problems(conn)
+    problems += _index_problems(conn)
     return problems
 
 
@@ -183,4 +189,35 @@ def _deletion_and_lease_problems(conn: Connection) -> list[str]:
             problems.append(f"{where}: no owner")
         if row.expires_at < row.acquired_at:
             problems.append(f"{where}: expires before it was taken")
+    return problems
+
+
+def _index_problems(conn: Connection) -> list[str]:
+    """Indexed messages: readable, hashed as stored, and (SQLite) in step with FTS5."""
+    problems = []
+    m = messages.c
+    stmt = select(m.id, m.thread_id, m.position, m.message_id, m.type, m.name, m.text,
+                  m.content_hash)  # fmt: skip
+    for row in conn.execution_options(yield_per=1000).execute(stmt):
+        where = f"indexed message {row.message_id!r} of thread {row.thread_id!r}"
+        if row.position < 0:
+            problems.append(f"{where}: negative position {row.position}")
+            continue
+        try:
+            message = IndexedMessage(row.position, row.message_id, row.type, row.name, row.text)
+        except ValueError as exc:
+            problems.append(f"{where}: {exc}")
+            continue
+        if content_hash(message) != row.content_hash:
+            problems.append(f"{where}: content_hash does not match its text (edited by hand?)")
+    if conn.dialect.name == "sqlite":
+        try:  # FTS5 compares its index with the content table; rank 1 = external content
+            conn.exec_driver_sql(
+                f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('integrity-check', 1)"
+            )
+        except Exception as exc:  # SQLITE_CORRUPT_VTAB
+            problems.append(
+                f"{FTS_TABLE} is out of step with compaction_messages ({exc}); rebuild it: "
+                f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('rebuild')"
+            )
     return problems
