@@ -65,22 +65,33 @@ def count_fixed_tokens(
     return total
 
 
+_ENCODE = json.encoder.encode_basestring  # json.dumps's own string encoder (C), unescaped
+
+
+def _text(value: object) -> str:
+    return "null" if value is None else _ENCODE(value)  # type: ignore[arg-type]
+
+
 def _digest(message: BaseMessage) -> bytes:
-    """Stable digest of everything that makes a message what it is."""
-    tool_calls = getattr(message, "tool_calls", None) or []
-    payload = json.dumps(
-        [
-            message.type,
-            message.id,
-            message.name,
-            getattr(message, "tool_call_id", None),
-            message.content,
-            [[c.get("name"), c.get("args"), c.get("id")] for c in tool_calls],
-        ],
-        sort_keys=True,
-        default=str,
-        ensure_ascii=False,
-    )
+    """Stable digest of everything that makes a message what it is.
+
+    The bytes hashed are ``json.dumps([type, id, name, tool_call_id, content, calls],
+    sort_keys=True, ensure_ascii=False)``: stored prefix hashes depend on them. The common
+    case (text content, no tool calls, string or absent ids) is written out directly, to the
+    same bytes, since the general encoder costs more than the hash.
+    """
+    own = vars(message)  # not getattr: a missing field costs pydantic an exception
+    tool_calls = own.get("tool_calls") or []
+    fields = (own["type"], own["id"], own["name"], own.get("tool_call_id"), own["content"])
+    if not tool_calls and all(value is None or type(value) is str for value in fields):
+        payload = f"[{', '.join(map(_text, fields))}, []]"
+    else:
+        payload = json.dumps(
+            [*fields, [[c.get("name"), c.get("args"), c.get("id")] for c in tool_calls]],
+            sort_keys=True,
+            default=str,
+            ensure_ascii=False,
+        )
     return hashlib.blake2b(payload.encode(), digest_size=16).digest()
 
 
