@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 
 from langchain_core.messages import BaseMessage
 from langgraph.channels.untracked_value import UntrackedValue
+from typing_extensions import TypedDict
 
 from ._state import CompactionState
 from ._tokens import HistoryScan
@@ -20,10 +21,13 @@ from .store import SummaryRecord, ThreadState
 
 __all__ = [
     "Decision",
+    "DecisionInput",
     "Epochs",
     "Measured",
+    "MeasuredInput",
     "Outcome",
     "OutcomeAction",
+    "OutcomeInput",
     "Partition",
     "Phase",
     "Plan",
@@ -153,4 +157,22 @@ class WorkingState(CompactionState, total=False):
 
     measured: Annotated[Measured, UntrackedValue]
     decision: Annotated[Decision, UntrackedValue]
+    outcome: Annotated[Outcome, UntrackedValue]
+
+
+class MeasuredInput(TypedDict):
+    """What prune and partition read."""
+
+    measured: Annotated[Measured, UntrackedValue]
+
+
+class DecisionInput(MeasuredInput):
+    """What summarize reads."""
+
+    decision: Annotated[Decision, UntrackedValue]
+
+
+class OutcomeInput(MeasuredInput):
+    """What assemble reads."""
+
     outcome: Annotated[Outcome, UntrackedValue]

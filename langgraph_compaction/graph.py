@@ -21,7 +21,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from ._background import precompact
-from ._call import WorkingState
+from ._call import DecisionInput, MeasuredInput, OutcomeInput, WorkingState
 from ._config import CompactionConfig
 from ._effects import Step, adrive, drive
 from ._jobs import Jobs
@@ -39,6 +39,7 @@ from .store import SummaryStore
 
 __all__ = ["build_graph", "build_pipeline", "create_compaction_graph"]
 
+S = TypeVar("S")
 T = TypeVar("T")
 CompiledCompaction = CompiledStateGraph[CompactionState, None, CompactionInput, CompactionOutput]
 
@@ -121,59 +122,66 @@ def build_pipeline(
     return Pipeline(settings, memory, Jobs())
 
 
-StepFunction = Callable[[Pipeline, Precompact, WorkingState, RunnableConfig], Step[T]]
+StepFunction = Callable[[Pipeline, Precompact, S, RunnableConfig], Step[T]]
 
 
-class _StepNode(Runnable[WorkingState, T], Generic[T]):
+class _StepNode(Runnable[S, T], Generic[S, T]):
     """A node whose step yields effects: the sync driver on ``invoke``, the async on
     ``ainvoke``. A plain Runnable (no callbacks of its own), so a node is one traced run."""
 
-    def __init__(self, name: str, pipe: Pipeline, step: StepFunction[T]) -> None:
+    def __init__(self, name: str, pipe: Pipeline, step: StepFunction[S, T]) -> None:
         self.name = name
         self._pipe, self._step = pipe, step
 
-    def invoke(self, input: WorkingState, config: RunnableConfig | None = None, **_: Any) -> T:
+    def invoke(self, input: S, config: RunnableConfig | None = None, **_: Any) -> T:
         return drive(
             self._step(self._pipe, precompact, input, config or {}), self._pipe.settings.store
         )
 
-    async def ainvoke(
-        self, input: WorkingState, config: RunnableConfig | None = None, **_: Any
-    ) -> T:
+    async def ainvoke(self, input: S, config: RunnableConfig | None = None, **_: Any) -> T:
         step = self._step(self._pipe, precompact, input, config or {})
         return await adrive(step, self._pipe.settings.store)
 
 
-class _PlainNode(Runnable[WorkingState, T], Generic[T]):
+class _PlainNode(Runnable[S, T], Generic[S, T]):
     """A node without I/O: the same function on both paths."""
 
-    def __init__(self, name: str, pipe: Pipeline, func: Callable[[Pipeline, WorkingState], T]):
+    def __init__(self, name: str, pipe: Pipeline, func: Callable[[Pipeline, S], T]):
         self.name = name
         self._pipe, self._func = pipe, func
 
-    def invoke(self, input: WorkingState, config: RunnableConfig | None = None, **_: Any) -> T:
+    def invoke(self, input: S, config: RunnableConfig | None = None, **_: Any) -> T:
         return self._func(self._pipe, input)
 
-    async def ainvoke(
-        self, input: WorkingState, config: RunnableConfig | None = None, **_: Any
-    ) -> T:
+    async def ainvoke(self, input: S, config: RunnableConfig | None = None, **_: Any) -> T:
         return self._func(self._pipe, input)
 
 
 def build_graph(pipe: Pipeline, *, name: str = "compaction") -> CompiledCompaction:
     """Wire the five nodes over a resolved pipeline."""
     builder = StateGraph(WorkingState, input_schema=CompactionInput, output_schema=CompactionOutput)
+    # Each node declares what it reads (its input schema), as langgraph's prebuilt agent does.
     builder.add_node(
         "measure",
         _StepNode("measure", pipe, measure_step),
+        input_schema=CompactionInput,
         destinations=("prune", "assemble", END),
     )
     builder.add_node(
-        "prune", _PlainNode("prune", pipe, prune_node), destinations=("assemble", "partition")
+        "prune",
+        _PlainNode("prune", pipe, prune_node),
+        input_schema=MeasuredInput,
+        destinations=("assemble", "partition"),
     )
-    builder.add_node("partition", _StepNode("partition", pipe, partition_step))
-    builder.add_node("summarize", _StepNode("summarize", pipe, summarize_step))
-    builder.add_node("assemble", _PlainNode("assemble", pipe, assemble_node))
+    builder.add_node(
+        "partition", _StepNode("partition", pipe, partition_step), input_schema=MeasuredInput
+    )
+    builder.add_node(
+        "summarize", _StepNode("summarize", pipe, summarize_step), input_schema=DecisionInput
+    )
+    builder.add_node(
+        "assemble", _PlainNode("assemble", pipe, assemble_node), input_schema=OutcomeInput
+    )
     builder.add_edge(START, "measure")
     builder.add_edge("partition", "summarize")
     builder.add_edge("summarize", "assemble")

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from .._call import Measured, Outcome, WorkingState
+from .._call import Measured, Outcome, OutcomeInput
 from .._chunks import shorten_message
 from .._epochs import pruned_input, summary_phase, whole_history_phase
 from .._messages import ensure_tool_pairs, find_latest_user_index, split_tool_units
@@ -168,7 +168,7 @@ def assemble(
     return output, report
 
 
-def assemble_node(pipe: Pipeline, state: WorkingState) -> dict[str, object]:
+def assemble_node(pipe: Pipeline, state: OutcomeInput) -> dict[str, object]:
     """The node (no I/O): write the outputs, and hold the summary served for the next call."""
     measured, outcome = state["measured"], state["outcome"]
     if outcome.record is not None and outcome.action != "failed":

@@ -16,12 +16,13 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END
 from langgraph.types import Command
 
-from .._call import Measured, Outcome, WorkingState
+from .._call import Measured, Outcome
 from .._effects import Step
 from .._messages import coerce_messages, count_leading_system
 from .._pipeline import Pipeline, Precompact
 from .._report import CompactionReport, ContextGauge
 from .._settings import Settings, emit, thread_id_of
+from .._state import CompactionInput
 from .._summaries import compressed_triggers, still_serves
 from .._thresholds import find_keep_start, fired_triggers
 from .._tokens import HistoryScan, calibrated
@@ -77,7 +78,7 @@ def measure(pipe: Pipeline, messages: Sequence[BaseMessage], config: RunnableCon
 
 
 def measure_step(
-    pipe: Pipeline, precompact: Precompact, state: WorkingState, config: RunnableConfig
+    pipe: Pipeline, precompact: Precompact, state: CompactionInput, config: RunnableConfig
 ) -> Step[Command[str]]:
     """The node: pass through, serve the held summary, or go on to prune."""
     messages = coerce_messages(state)

@@ -17,7 +17,7 @@ from contextlib import suppress
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
-from .._call import Decision, Measured, Partition, Reuse, WorkingState
+from .._call import Decision, Measured, MeasuredInput, Partition, Reuse
 from .._config import CompactionConfig
 from .._effects import (
     Step,
@@ -212,7 +212,7 @@ def decide(pipe: Pipeline, measured: Measured) -> Step[Decision]:
 
 
 def partition_step(
-    pipe: Pipeline, precompact: Precompact, state: WorkingState, config: RunnableConfig
+    pipe: Pipeline, precompact: Precompact, state: MeasuredInput, config: RunnableConfig
 ) -> Step[dict[str, Decision]]:
     """The node: a decision, or the store outage's outcome for summarize to pass on."""
     measured = state["measured"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from langgraph.types import Command
 
-from .._call import Measured, Outcome, WorkingState
+from .._call import Measured, MeasuredInput, Outcome
 from .._epochs import pruned_triggers, refine_count, whole_history_phase
 from .._pipeline import Pipeline
 
@@ -28,7 +28,7 @@ def pruning_fits(pipe: Pipeline, measured: Measured) -> bool:
     return not pruned_triggers(pipe, measured, phase, len(measured.messages), refine)
 
 
-def prune_node(pipe: Pipeline, state: WorkingState) -> Command[str]:
+def prune_node(pipe: Pipeline, state: MeasuredInput) -> Command[str]:
     """The node (no I/O): assemble the pruned copy, or go on to summarize."""
     if pruning_fits(pipe, state["measured"]):
         return Command(goto="assemble", update={"outcome": Outcome("pruned", None)})

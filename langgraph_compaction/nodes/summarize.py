@@ -20,7 +20,7 @@ from contextlib import suppress
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from .._call import Decision, Measured, Outcome, Partition, Reuse, WorkingState
+from .._call import Decision, DecisionInput, Measured, Outcome, Partition, Reuse
 from .._chunks import ChunkPlan, plan_chunks
 from .._config import CompactionConfig
 from .._effects import (
@@ -118,7 +118,7 @@ def summarize(pipe: Pipeline, measured: Measured, decision: Decision) -> Step[Ou
 
 
 def summarize_step(
-    pipe: Pipeline, precompact: Precompact, state: WorkingState, config: RunnableConfig
+    pipe: Pipeline, precompact: Precompact, state: DecisionInput, config: RunnableConfig
 ) -> Step[dict[str, Outcome]]:
     """The node: the outcome assemble builds the input from."""
     measured = state["measured"]
