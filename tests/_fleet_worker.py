@@ -13,7 +13,7 @@ import argparse
 import json
 import time
 
-from conversations import chat
+from conversations import chat, graph_input
 from fakes import RecordingSummarizer
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
@@ -36,7 +36,7 @@ def main() -> None:
     store.list_summaries(args.thread)  # open (and migrate) before the race, not in it
     time.sleep(max(args.start - time.time(), 0))
     started = time.perf_counter()
-    report = graph.invoke({"messages": messages}, {"configurable": {"thread_id": args.thread}})[
+    report = graph.invoke(graph_input(messages), {"configurable": {"thread_id": args.thread}})[
         "compaction"
     ]
     elapsed = time.perf_counter() - started

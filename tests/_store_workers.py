@@ -23,10 +23,12 @@ from typing import Any
 from fakes import RecordingSummarizer, SummarizerCall
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
+from sqlalchemy import Connection
 
-from langgraph_compaction import SummaryStore, create_compaction_graph
+from langgraph_compaction import SummaryRecord, SummaryStore, create_compaction_graph
 from langgraph_compaction._exceptions import ThreadDeletedError
 from langgraph_compaction.store import _tables
+from langgraph_compaction.store._records import NewSummary
 
 __all__ = [
     "CONFIG",
@@ -147,8 +149,13 @@ def compact_and_hang(url: str, thread: str, where: str, started: Any) -> None:
     if where == "insert":
         real_insert = _tables.insert_summary
 
-        def insert_then_hang(conn: Any, new: Any, retention: int | None) -> Any:
-            record = real_insert(conn, new, retention)
+        def insert_then_hang(
+            conn: Connection,
+            new: NewSummary,
+            retention: int | None,
+            on_insert: Callable[[Connection], None] | None = None,
+        ) -> SummaryRecord:
+            record = real_insert(conn, new, retention, on_insert)
             started.set()
             time.sleep(120)
             return record

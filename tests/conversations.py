@@ -2,9 +2,33 @@
 
 from __future__ import annotations
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from collections.abc import Sequence
+from typing import cast
 
-__all__ = ["chat", "skill_read", "tool_batch"]
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    MessageLikeRepresentation,
+    SystemMessage,
+    ToolMessage,
+)
+
+from langgraph_compaction._state import CompactionInput
+
+__all__ = ["chat", "graph_input", "skill_read", "tool_batch"]
+
+
+def graph_input(messages: Sequence[MessageLikeRepresentation]) -> CompactionInput:
+    """The compaction graph's input for ``messages``, passed on as they are (not copied).
+
+    The state declares ``list[AnyMessage]``, langgraph's convention, and a ``list[BaseMessage]``
+    is not one to a type checker (lists are invariant, and ``AnyMessage`` is a union of the
+    concrete classes); at run time the graph takes any message-like (objects, dicts, tuples)
+    and coerces it, which is what the tests hand it.
+    """
+    return {"messages": cast(list[AnyMessage], messages)}
 
 
 def chat(

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from conversations import chat, tool_batch
+from conversations import chat, graph_input, tool_batch
 from fakes import RecordingSummarizer
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
 from langgraph_compaction._messages import ensure_tool_pairs
 
-THREAD = {"configurable": {"thread_id": "t"}}
+THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 
 
 def test_a_valid_input_passes_the_pair_check_unchanged() -> None:
@@ -39,7 +40,7 @@ def test_an_oversized_newest_unit_is_shortened_in_the_copy(
         store=store,
     )
     messages: list[BaseMessage] = [*chat(3), *tool_batch("big", 2, size=20_000)]
-    result = graph.invoke({"messages": messages}, THREAD)
+    result = graph.invoke(graph_input(messages), THREAD)
     report = result["compaction"]
     assert report.tokens_after <= report.gauge.budget
     assert report.shortened_count >= 1
@@ -57,7 +58,7 @@ def test_the_gauge_reports_window_budget_and_baseline(
         store=store,
     )
     messages = chat(30)
-    report = graph.invoke({"messages": messages}, THREAD)["compaction"]
+    report = graph.invoke(graph_input(messages), THREAD)["compaction"]
     gauge = report.gauge
     assert report.action == "summarized"
     assert (gauge.context_window, gauge.budget) == (3000, 2850)
@@ -75,6 +76,6 @@ def test_inputs_are_never_mutated(store: SummaryStore, summarizer: RecordingSumm
     )
     messages: list[BaseMessage] = [*chat(10), *tool_batch("t", 2), AIMessage("ok", id="ok")]
     snapshot = [m.model_dump_json() for m in messages]
-    graph.invoke({"messages": messages}, THREAD)
-    graph.invoke({"messages": messages}, THREAD)
+    graph.invoke(graph_input(messages), THREAD)
+    graph.invoke(graph_input(messages), THREAD)
     assert [m.model_dump_json() for m in messages] == snapshot

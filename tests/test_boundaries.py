@@ -11,12 +11,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, cast
 
 import pytest
-from conversations import chat
+from conversations import chat, graph_input
 from fakes import RecordingSummarizer, ai_tool_call
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
 from langgraph_compaction._exceptions import (
@@ -24,8 +26,9 @@ from langgraph_compaction._exceptions import (
     CompactionInputError,
     SummaryStoreError,
 )
+from langgraph_compaction._state import CompactionInput
 
-THREAD = {"configurable": {"thread_id": "t"}}
+THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 CONFIG = {"trigger": {"type": "tokens", "value": 2000}, "keep": {"type": "messages", "value": 6}}
 
 
@@ -41,11 +44,11 @@ def test_message_dicts_and_tuples_are_accepted_like_add_messages(store: SummaryS
         for m in objects
     ]
     as_tuples = [("system" if m.type == "system" else m.type, str(m.content)) for m in objects]
-    from_objects = graph.invoke({"messages": objects}, THREAD)["compaction"]
-    from_dicts = graph.invoke({"messages": as_dicts}, THREAD)["compaction"]
+    from_objects = graph.invoke(graph_input(objects), THREAD)["compaction"]
+    from_dicts = graph.invoke(graph_input(as_dicts), THREAD)["compaction"]
     assert from_dicts.action == "reused"  # the same messages, ids included
     assert from_dicts.summary_id == from_objects.summary_id
-    result = graph.invoke({"messages": as_tuples}, {"configurable": {"thread_id": "tuples"}})
+    result = graph.invoke(graph_input(as_tuples), {"configurable": {"thread_id": "tuples"}})
     assert result["compaction"].action == "summarized"
     assert all(isinstance(m, BaseMessage) for m in result["llm_input_messages"])
 
@@ -67,7 +70,7 @@ def test_anything_else_fails_naming_what_was_given(
 ) -> None:
     graph = create_compaction_graph(CONFIG, model=RecordingSummarizer(), store=store)
     with pytest.raises(CompactionInputError) as raised:
-        graph.invoke(given, THREAD)
+        graph.invoke(cast(CompactionInput, given), THREAD)  # deliberately not one
     message = str(raised.value)
     assert named in message
     assert "expected a list of messages" in message
@@ -76,7 +79,7 @@ def test_anything_else_fails_naming_what_was_given(
 def test_store_given_as_a_url_opens_that_store(tmp_path: Any) -> None:
     url = f"sqlite:///{tmp_path / 'by-url.db'}"
     graph = create_compaction_graph(CONFIG, model=RecordingSummarizer(), store=url)
-    graph.invoke({"messages": chat(20)}, THREAD)
+    graph.invoke(graph_input(chat(20)), THREAD)
     with SummaryStore(url) as store:
         assert len(store.list_summaries("t")) == 1
 
@@ -110,11 +113,11 @@ def test_an_edit_of_tool_call_arguments_alone_gets_a_fresh_summary_on_a_warm_gra
 ) -> None:
     summarizer = RecordingSummarizer()
     graph = create_compaction_graph(CONFIG, model=summarizer, store=store)
-    first = graph.invoke({"messages": _tool_history("Oslo")}, THREAD)["compaction"]
+    first = graph.invoke(graph_input(_tool_history("Oslo")), THREAD)["compaction"]
     assert first.action == "summarized"
     assert "Oslo" in summarizer.calls[0].transcript
     edited = _tool_history("Bergen")  # same ids, same content: only the call's args differ
-    again = graph.invoke({"messages": edited}, THREAD)["compaction"]  # the same graph object
+    again = graph.invoke(graph_input(edited), THREAD)["compaction"]  # the same graph object
     assert again.action == "summarized" and again.summary_id != first.summary_id
     assert "Bergen" in summarizer.calls[-1].transcript
     assert "Oslo" not in summarizer.calls[-1].transcript
@@ -140,7 +143,7 @@ def test_nothing_to_evict_is_never_reported_as_reused(store: SummaryStore) -> No
     }
     summarizer = RecordingSummarizer()
     graph = create_compaction_graph(config, model=summarizer, store=store)
-    result = graph.invoke({"messages": batch}, THREAD)
+    result = graph.invoke(graph_input(batch), THREAD)
     report = result["compaction"]
     assert report.action != "reused" and report.summary_id is None
     assert report.action == "passthrough" and not report.over_budget
@@ -154,11 +157,13 @@ def test_an_input_still_over_the_budget_is_reported_and_announced(store: Summary
     huge = [SystemMessage("Be brief.", id="sys"), HumanMessage("x " * 6000, id="huge")]
     events: list[dict[str, Any]] = []
     values: dict[str, Any] = {}
-    for mode, chunk in graph.stream({"messages": huge}, THREAD, stream_mode=["custom", "values"]):
+    stream = graph.stream(graph_input(huge), THREAD, stream_mode=["custom", "values"])
+    # With a list of modes it yields (mode, chunk) pairs; langgraph types them as chunks.
+    for mode, chunk in cast(Iterator[tuple[str, Any]], stream):
         if mode == "custom":
-            events.append(chunk)  # type: ignore[arg-type]
+            events.append(chunk)
         else:
-            values = chunk  # type: ignore[assignment]
+            values = chunk
     report = values["compaction"]
     assert report.over_budget and report.action == "failed"
     assert report.tokens_after > report.gauge.budget

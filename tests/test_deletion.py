@@ -13,13 +13,14 @@ import threading
 import time
 from pathlib import Path
 
-from conversations import chat
+from conversations import chat, graph_input
 from fakes import RecordingSummarizer
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
 
-THREAD = {"configurable": {"thread_id": "t"}}
+THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 CONFIG = {"trigger": {"type": "tokens", "value": 2000}, "keep": {"type": "messages", "value": 6}}
 
 
@@ -35,7 +36,7 @@ def test_a_summary_in_flight_when_the_thread_is_deleted_is_discarded(tmp_path: P
     graph = create_compaction_graph(CONFIG, model=summarizer, store=SummaryStore(url))
     reports = []
     call = threading.Thread(
-        target=lambda: reports.append(graph.invoke({"messages": chat(20)}, THREAD)["compaction"])
+        target=lambda: reports.append(graph.invoke(graph_input(chat(20)), THREAD)["compaction"])
     )
     call.start()
     time.sleep(0.3)  # the summarizer is at work
@@ -56,7 +57,7 @@ def test_a_background_summary_running_at_deletion_never_lands(tmp_path: Path) ->
     started = False
     for turn in range(30):  # grow until a background summary starts
         messages = [*messages, HumanMessage(f"q{turn} " + "x" * 300, id=f"q{turn}")]
-        events = list(graph.stream({"messages": messages}, THREAD, stream_mode="custom"))
+        events = list(graph.stream(graph_input(messages), THREAD, stream_mode="custom"))
         if any(e.get("background") for e in events):
             started = True
             break
@@ -77,10 +78,10 @@ def _summarized_then_deleted(url: str, *, via_other_object: bool) -> None:
     summarizer = RecordingSummarizer()
     graph = create_compaction_graph(CONFIG, model=summarizer, store=store)
     messages = chat(20)
-    first = graph.invoke({"messages": messages}, THREAD)["compaction"]
+    first = graph.invoke(graph_input(messages), THREAD)["compaction"]
     assert first.action == "summarized"
     messages = [*messages, HumanMessage("one more", id="more")]
-    again = graph.invoke({"messages": messages}, THREAD)["compaction"]
+    again = graph.invoke(graph_input(messages), THREAD)["compaction"]
     assert again.action == "reused" and again.summary_id == first.summary_id  # from memory
     deleted = store.list_summaries("t")[0].summary
     if via_other_object:
@@ -88,7 +89,7 @@ def _summarized_then_deleted(url: str, *, via_other_object: bool) -> None:
             admin.delete_thread("t")
     else:
         store.delete_thread("t", "default")
-    after = graph.invoke({"messages": messages}, THREAD)
+    after = graph.invoke(graph_input(messages), THREAD)
     report = after["compaction"]
     assert report.summary_id != first.summary_id  # never the deleted summary again
     assert all(deleted not in str(m.content) for m in after["llm_input_messages"])
@@ -109,7 +110,7 @@ async def test_a_concurrent_async_summary_is_discarded(tmp_path: Path) -> None:
     store = SummaryStore(url)
     summarizer = RecordingSummarizer(delay=0.6)
     graph = create_compaction_graph(CONFIG, model=summarizer, store=store)
-    task = asyncio.ensure_future(graph.ainvoke({"messages": chat(20)}, THREAD))
+    task = asyncio.ensure_future(graph.ainvoke(graph_input(chat(20)), THREAD))
     await asyncio.sleep(0.3)
     await store.adelete_thread("t")
     report = (await task)["compaction"]

@@ -2,25 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from conversations import chat, tool_batch
+from conversations import chat, graph_input, tool_batch
 from fakes import RecordingSummarizer
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction import CompactionConfig, SummaryStore, create_compaction_graph
 from langgraph_compaction._config import ContextSize, KeepSize
 from langgraph_compaction._exceptions import CompactionConfigError
-from langgraph_compaction._tokens import HistoryIndex
 from langgraph_compaction._thresholds import find_keep_start, fired_triggers, resolve_thresholds
+from langgraph_compaction._tokens import HistoryIndex
 
-THREAD = {"configurable": {"thread_id": "t"}}
+THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 
 
 def _sizes(*pairs: tuple[str, float]) -> list[ContextSize]:
-    return [ContextSize(type=t, value=v) for t, v in pairs]  # type: ignore[arg-type]
+    return [ContextSize(type=t, value=v) for t, v in pairs]
 
 
 def test_every_trigger_type_resolves_against_the_window() -> None:
@@ -102,7 +104,7 @@ def test_window_comes_from_the_fallback_models_profile(tmp_path: Path) -> None:
     graph = create_compaction_graph(
         {"trigger": {"type": "fraction", "value": 0.5}}, fallback_model=agent_model, store=store
     )
-    report = graph.invoke({"messages": chat(1)}, THREAD)["compaction"]
+    report = graph.invoke(graph_input(chat(1)), THREAD)["compaction"]
     assert report.gauge.context_window == 4000
     assert report.gauge.budget == 3800  # reserve_ratio 0.05, applied once
 
@@ -142,7 +144,7 @@ def test_passthrough_touches_neither_store_nor_model(tmp_path: Path) -> None:
         store=SummaryStore(f"sqlite:///{path}"),
     )
     messages = chat(20)
-    result = graph.invoke({"messages": messages}, THREAD)
+    result = graph.invoke(graph_input(messages), THREAD)
     assert result["compaction"].action == "passthrough"
     assert result["llm_input_messages"] == messages
     assert summarizer.call_count == 0
@@ -154,7 +156,7 @@ def test_disabled_passes_messages_through_untouched(store: SummaryStore) -> None
         {"enabled": False, "trigger": {"type": "tokens", "value": 10}}, store=store
     )
     messages = chat(30)
-    result = graph.invoke({"messages": messages}, THREAD)
+    result = graph.invoke(graph_input(messages), THREAD)
     assert result["llm_input_messages"] == messages
     assert result["compaction"].action == "passthrough"
 
@@ -170,7 +172,7 @@ def test_system_prompt_and_tools_count_toward_the_context(store: SummaryStore) -
         tools=[tool],
         system_prompt="s" * 800,
     )
-    report = graph.invoke({"messages": messages}, THREAD)["compaction"]
+    report = graph.invoke(graph_input(messages), THREAD)["compaction"]
     assert report.tokens_before >= base + 200 + 100
     assert report.tokens_before == report.tokens_after
 
@@ -178,7 +180,7 @@ def test_system_prompt_and_tools_count_toward_the_context(store: SummaryStore) -
 def test_steady_state_counts_only_new_messages(store: SummaryStore) -> None:
     counted: list[int] = []
 
-    def counter(messages: list[BaseMessage]) -> int:  # type: ignore[type-arg]
+    def counter(messages: Sequence[BaseMessage]) -> int:
         counted.append(len(messages))
         return count_tokens_approximately(messages)
 
@@ -189,11 +191,11 @@ def test_steady_state_counts_only_new_messages(store: SummaryStore) -> None:
         token_counter=counter,
     )
     messages = chat(50)
-    graph.invoke({"messages": messages}, THREAD)
+    graph.invoke(graph_input(messages), THREAD)
     first = len(counted)
     # a fresh copy of the same history plus one message, as a checkpointer would load it
     fresh = [m.model_copy(deep=True) for m in messages] + [HumanMessage("next", id="next")]
-    graph.invoke({"messages": fresh}, THREAD)
+    graph.invoke(graph_input(fresh), THREAD)
     assert first == len(messages)
     assert len(counted) - first == 1
 
@@ -205,10 +207,10 @@ def test_an_edited_message_is_counted_again(store: SummaryStore) -> None:
         store=store,
     )
     messages = chat(5)
-    before = graph.invoke({"messages": messages}, THREAD)["compaction"].tokens_before
+    before = graph.invoke(graph_input(messages), THREAD)["compaction"].tokens_before
     edited = list(messages)
     edited[2] = edited[2].model_copy(update={"content": "x" * 4000})
-    after = graph.invoke({"messages": edited}, THREAD)["compaction"].tokens_before
+    after = graph.invoke(graph_input(edited), THREAD)["compaction"].tokens_before
     assert after > before + 900
 
 
@@ -219,12 +221,12 @@ def test_calibration_from_reported_usage(store: SummaryStore) -> None:
         store=store,
     )
     messages = chat(5)
-    estimate = graph.invoke({"messages": messages}, THREAD)["compaction"].tokens_after
+    estimate = graph.invoke(graph_input(messages), THREAD)["compaction"].tokens_after
     reply = AIMessage(
         "reply",
         id="r",
         usage_metadata={"input_tokens": estimate * 2, "output_tokens": 5, "total_tokens": 0},
     )
-    after = graph.invoke({"messages": [*messages, reply]}, THREAD)["compaction"]
+    after = graph.invoke(graph_input([*messages, reply]), THREAD)["compaction"]
     raw = estimate + count_tokens_approximately([reply])
     assert after.tokens_before == pytest.approx(raw * 2, abs=2)

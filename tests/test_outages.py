@@ -24,6 +24,7 @@ from _store_support import pg_schema
 from conversations import chat
 from fakes import RecordingSummarizer
 from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction import CompactionReport, SummaryStore, create_compaction_graph
 
@@ -32,11 +33,11 @@ CONFIG: dict[str, Any] = {
     "trigger": {"type": "tokens", "value": 2000},
     "keep": {"type": "messages", "value": 6},
 }
-THREAD = {"configurable": {"thread_id": "t"}}
+THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 Run = tuple[list[BaseMessage], CompactionReport, list[dict[str, Any]]]
 
 
-def _run(graph: Any, messages: list[BaseMessage], thread: dict[str, Any] = THREAD) -> Run:
+def _run(graph: Any, messages: list[BaseMessage], thread: RunnableConfig = THREAD) -> Run:
     events: list[dict[str, Any]] = []
     values: dict[str, Any] = {}
     for mode, chunk in graph.stream(

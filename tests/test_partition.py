@@ -5,11 +5,12 @@ from __future__ import annotations
 from conversations import chat, skill_read, tool_batch
 from fakes import RecordingSummarizer
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
 from langgraph_compaction._messages import ensure_tool_pairs, split_tool_units
 
-THREAD = {"configurable": {"thread_id": "t"}}
+THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 
 
 def _graph(store: SummaryStore, summarizer: RecordingSummarizer, **config: object):  # type: ignore[no-untyped-def]
@@ -40,7 +41,8 @@ def test_the_cutoff_never_splits_an_ai_message_from_its_results(
         keep={"type": "messages", "value": 2},
     )
     for end in range(2, len(messages) + 1):
-        if isinstance(messages[end - 1], AIMessage) and messages[end - 1].tool_calls:  # type: ignore[union-attr]
+        last = messages[end - 1]
+        if isinstance(last, AIMessage) and last.tool_calls:
             continue  # the model is never called with unanswered calls
         if end < len(messages) and isinstance(messages[end], ToolMessage):
             continue  # nor in the middle of a parallel batch

@@ -1,9 +1,10 @@
 """Pruning (DESIGN 6.2): LibreChat's treatments, sticky epochs, request-only, real traces.
 
-The pure rule (`plan_pruning` below, built from `_pruning`'s functions) is checked on hand-built model inputs; the epochs through the
-graph, replayed turn by turn over synthetic agent runs and the real traces. A replayed turn is
-a *compaction turn* when the summary in use or the set of treated messages changed; every other
-turn must extend the previous model input byte for byte.
+The pure rule (`plan_pruning` below, built from `_pruning`'s functions) is checked on
+hand-built model inputs; the epochs through the graph, replayed turn by turn over synthetic
+agent runs and the real traces. A replayed turn is a *compaction turn* when the summary in use
+or the set of treated messages changed; every other turn must extend the previous model input
+byte for byte.
 """
 
 from __future__ import annotations

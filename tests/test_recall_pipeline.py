@@ -7,13 +7,14 @@ tool to the agent; with recall off nothing is indexed.
 
 from __future__ import annotations
 
-from conversations import chat
+from conversations import chat, graph_input
 from fakes import RecordingSummarizer
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction import CompactionMiddleware, SummaryStore, create_compaction_graph
 
-THREAD = {"configurable": {"thread_id": "t"}}
+THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 CONFIG = {"trigger": {"type": "tokens", "value": 2000}, "keep": {"type": "messages", "value": 6}}
 
 
@@ -27,7 +28,7 @@ def _history() -> list[BaseMessage]:
 def test_recall_on_indexes_what_the_summary_evicts(store: SummaryStore) -> None:
     config = {**CONFIG, "recall": {"enabled": True, "tool_name": "recall"}}
     graph = create_compaction_graph(config, model=RecordingSummarizer(), store=store)
-    result = graph.invoke({"messages": _history()}, THREAD)
+    result = graph.invoke(graph_input(_history()), THREAD)
     report = result["compaction"]
     assert report.action == "summarized"
     summary = result["llm_input_messages"][1]
@@ -37,13 +38,13 @@ def test_recall_on_indexes_what_the_summary_evicts(store: SummaryStore) -> None:
     assert hits and hits[0].message_id == "u0"
     assert "XQ7ZPL" in hits[0].text
     # the reused summary keeps the same bytes on the next call
-    again = graph.invoke({"messages": _history()}, THREAD)["llm_input_messages"][1]
+    again = graph.invoke(graph_input(_history()), THREAD)["llm_input_messages"][1]
     assert again.content == summary.content
 
 
 def test_recall_off_indexes_nothing(store: SummaryStore) -> None:
     graph = create_compaction_graph(CONFIG, model=RecordingSummarizer(), store=store)
-    result = graph.invoke({"messages": _history()}, THREAD)
+    result = graph.invoke(graph_input(_history()), THREAD)
     assert result["compaction"].action == "summarized"
     assert "recall" not in str(result["llm_input_messages"][1].content)
     assert store.search_messages("t", "booking code XQ7ZPL") == []

@@ -20,13 +20,14 @@ from pathlib import Path
 
 import pytest
 from _store_support import pg_schema
-from conversations import chat
+from conversations import chat, graph_input
 from fakes import RecordingSummarizer
+from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction import CompactionReport, SummaryStore, create_compaction_graph
 
 CONFIG = {"trigger": {"type": "tokens", "value": 2000}, "keep": {"type": "messages", "value": 6}}
-THREAD = {"configurable": {"thread_id": "shared"}}
+THREAD: RunnableConfig = {"configurable": {"thread_id": "shared"}}
 CALLS = 5
 WORKERS = 4
 TESTS = Path(__file__).parent
@@ -48,7 +49,7 @@ def test_concurrent_threads_share_one_summary(store: SummaryStore) -> None:
     def call(index: int) -> None:
         barrier.wait()
         graph = graphs[index % 2]  # two graph objects on one store coalesce too
-        result = graph.invoke({"messages": [m.model_copy() for m in messages]}, THREAD)
+        result = graph.invoke(graph_input([m.model_copy() for m in messages]), THREAD)
         reports.append(result["compaction"])
 
     threads = [threading.Thread(target=call, args=(i,)) for i in range(CALLS)]
@@ -66,7 +67,7 @@ async def test_concurrent_tasks_share_one_summary(store: SummaryStore) -> None:
     graph = create_compaction_graph(CONFIG, model=summarizer, store=store)
     messages = chat(20)
     results = await asyncio.gather(
-        *(graph.ainvoke({"messages": list(messages)}, THREAD) for _ in range(CALLS))
+        *(graph.ainvoke(graph_input(list(messages)), THREAD) for _ in range(CALLS))
     )
     _check_one_summary([r["compaction"] for r in results], summarizer.call_count)
     assert len(await store.alist_summaries("shared")) == 1

@@ -17,18 +17,21 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
 import pytest
 from _store_support import PG_PORT, pg_admin, pg_schema, summary_fields
+from alembic import command as alembic_command
+from alembic.config import Config as AlembicConfig
 from sqlalchemy import Connection, text
 
 from langgraph_compaction._exceptions import SummaryStoreError
-from langgraph_compaction.store import SummaryStore, _migrate, _tables
+from langgraph_compaction.store import SummaryRecord, SummaryStore, _migrate, _tables
 from langgraph_compaction.store._migrate import HEAD_REVISION
+from langgraph_compaction.store._records import NewSummary
 
 MODES = pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
 
@@ -67,15 +70,15 @@ def test_a_store_whose_folder_appears_later_opens_then(tmp_path: Path, is_async:
 def test_a_migration_that_fails_once_is_tried_again(
     tmp_path: Path, is_async: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_upgrade, failures = _migrate.command.upgrade, []
+    real_upgrade, failures = alembic_command.upgrade, list[str]()
 
-    def upgrade_fails_once(config: Any, revision: str) -> None:
+    def upgrade_fails_once(config: AlembicConfig, revision: str) -> None:
         if not failures:
             failures.append(revision)
             raise OSError(28, "No space left on device")
         real_upgrade(config, revision)
 
-    monkeypatch.setattr(_migrate.command, "upgrade", upgrade_fails_once)
+    monkeypatch.setattr(alembic_command, "upgrade", upgrade_fails_once)
     store = SummaryStore(f"sqlite:///{tmp_path / 'store.db'}")
     with pytest.raises(SummaryStoreError, match=r"No space left on device.*may read and write"):
         run(store, is_async, "list_summaries", "t")
@@ -254,19 +257,26 @@ def test_a_backend_killed_between_two_calls(pg_url: str, is_async: bool) -> None
 def test_a_backend_killed_in_the_middle_of_a_transaction(
     pg_url: str, is_async: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_insert, killed = _tables.insert_summary, []
+    real_insert, killed = _tables.insert_summary, list[int | None]()
 
-    def insert_killed_once(conn: Connection, new: Any, retention: int | None) -> Any:
+    def insert_killed_once(
+        conn: Connection,
+        new: NewSummary,
+        retention: int | None,
+        on_insert: Callable[[Connection], None] | None = None,
+    ) -> SummaryRecord:
         if not killed:  # the thread's lock is taken and the transaction open: kill it
             killed.append(conn.execute(text("SELECT pg_backend_pid()")).scalar())
             conn.execute(text("SELECT pg_terminate_backend(pg_backend_pid())"))
-        return real_insert(conn, new, retention)
+        return real_insert(conn, new, retention, on_insert)
 
     monkeypatch.setattr(_tables, "insert_summary", insert_killed_once)
     store = SummaryStore(pg_url)
     with pytest.raises(SummaryStoreError, match=r"OperationalError: .*terminat") as caught:
         add(store, is_async, 1)
-    assert "psycopg" in type(caught.value.__cause__.__cause__ or caught.value.__cause__).__module__
+    cause = caught.value.__cause__
+    assert cause is not None
+    assert "psycopg" in type(cause.__cause__ or cause).__module__
     assert killed
     assert add(store, is_async, 1).version == 1  # the next call works, nothing half-written
     assert [r.version for r in store.list_summaries("t")] == [1]

@@ -5,16 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
-from conversations import chat
+from conversations import chat, graph_input
 from fakes import RecordingSummarizer
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
 from langgraph_compaction._chunks import plan_chunks
 from langgraph_compaction._prompts import fill_prompt, render_transcript
 
-THREAD = {"configurable": {"thread_id": "t"}}
+THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 SMALL = {"trigger": {"type": "tokens", "value": 2000}, "keep": {"type": "messages", "value": 6}}
 
 
@@ -251,14 +252,14 @@ def test_a_failed_summary_stores_nothing_and_the_call_still_fits(
         {"messages": messages}, THREAD, stream_mode=["custom", "values"]
     ):
         if mode == "custom":
-            events.append(chunk)  # type: ignore[arg-type]
+            events.append(chunk)
         else:
             result = chunk
-    report = result["compaction"]  # type: ignore[index]
+    report = result["compaction"]
     assert report.action == "failed" and report.error
     assert report.tokens_after <= report.gauge.budget
     assert report.dropped_count > 0
-    assert result["llm_input_messages"][-1] == messages[-1]  # type: ignore[index]
+    assert result["llm_input_messages"][-1] == messages[-1]
     assert store.list_summaries("t") == []
     assert store.thread_state("t", "default").consecutive_failures == 1
     assert [e["type"] for e in events] == ["context_compacting", "context_compaction_failed"]
@@ -268,7 +269,7 @@ def test_the_fallback_model_is_tried_once(store: SummaryStore) -> None:
     broken = RecordingSummarizer(fail_with=RuntimeError("bad request"))  # not retryable
     fallback = RecordingSummarizer(model_name="agent-model")
     graph = create_compaction_graph(SMALL, model=broken, fallback_model=fallback, store=store)
-    report = graph.invoke({"messages": chat(20)}, THREAD)["compaction"]
+    report = graph.invoke(graph_input(chat(20)), THREAD)["compaction"]
     assert report.action == "summarized"
     assert (broken.call_count, fallback.call_count) == (1, 1)
     assert store.list_summaries("t")[0].model == "agent-model"
@@ -335,7 +336,7 @@ def test_threads_and_namespaces_are_separate(
     messages = chat(20)
     _graph(store, summarizer).invoke({"messages": messages}, THREAD)
     other = create_compaction_graph(SMALL, model=summarizer, store=store, namespace="other-agent")
-    assert other.invoke({"messages": messages}, THREAD)["compaction"].action == "summarized"
+    assert other.invoke(graph_input(messages), THREAD)["compaction"].action == "summarized"
     second = _graph(store, summarizer).invoke(
         {"messages": messages}, {"configurable": {"thread_id": "u"}}
     )
