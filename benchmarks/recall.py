@@ -43,10 +43,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import RunnableConfig
 
-from langgraph_compaction import SummaryStore
+from langgraph_compaction import SummaryStore, create_compaction_graph
 from langgraph_compaction._prompts import render_transcript
 from langgraph_compaction.store import IndexedMessage
 
@@ -109,8 +112,8 @@ def compaction_cuts(history: list[BaseMessage]) -> list[int]:
     return cuts
 
 
-def replay(store: SummaryStore, thread: str, history: list[BaseMessage]) -> int:
-    """Replay one conversation into the store; returns how many messages were evicted."""
+def replay_direct(store: SummaryStore, thread: str, history: list[BaseMessage]) -> int:
+    """``--direct``: the cuts computed here, indexed through ``add_summary`` itself."""
     start, parent = 0, None
     for n, cut in enumerate(compaction_cuts(history), 1):
         record = store.add_summary(
@@ -125,16 +128,62 @@ def replay(store: SummaryStore, thread: str, history: list[BaseMessage]) -> int:
     return start
 
 
+class EchoSummarizer(BaseChatModel):
+    """A summarizer that answers at once with the transcript's first 60 words.
+
+    Instant and deterministic; its reply names the conversation's words, as the pipeline's
+    check that a reply is a summary requires.
+    """
+
+    @property
+    def _llm_type(self) -> str:
+        return "echo-summarizer"
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        prompt = "\n".join(str(m.content) for m in messages)
+        transcript = prompt.partition("<conversation>")[2] or prompt
+        summary = "Summary: " + " ".join(transcript.split()[:60])
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(summary))])
+
+
+PIPELINE = {
+    "recall": {"enabled": True},
+    "trigger": {"type": "tokens", "value": TRIGGER},
+    "keep": {"type": "messages", "value": KEEP},
+}
+
+
+def replay(store: SummaryStore, thread: str, history: list[BaseMessage]) -> int:
+    """Replay one conversation through the real pipeline; returns how many were evicted.
+
+    The compaction graph runs before every turn as an agent runs it before calling its
+    model, on the history so far; the summarizer is a fixed fake (instant, deterministic).
+    What gets indexed is what the pipeline indexes. Evicted = the covered prefix of the
+    last summary, read back from the store.
+    """
+    summarizer = EchoSummarizer()
+    graph = create_compaction_graph(PIPELINE, model=summarizer, store=store, namespace="bench")
+    config: RunnableConfig = {"configurable": {"thread_id": thread}}
+    for end in range(1, len(history) + 1):
+        graph.invoke({"messages": history[:end]}, config)
+    latest = store.latest_summaries(thread, namespace="bench", limit=1)
+    return latest[0].covered_messages if latest else 0
+
+
 def evidence(question: dict[str, Any]) -> list[str]:
     return [i for e in question.get("evidence", []) for i in re.split(r"[\s;,]+", e) if i]
 
 
-def measure_recall(store: SummaryStore, conversations: list[dict[str, Any]]) -> dict[Any, Any]:
+def measure_recall(
+    store: SummaryStore, conversations: list[dict[str, Any]], replayer: Any = None
+) -> dict[Any, Any]:
     """Per category: [questions, summed recall@5, summed recall@10]."""
     totals: dict[int, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
     for conversation in conversations:
         thread, history = conversation["sample_id"], replay_messages(conversation)
-        evicted = replay(store, thread, history)
+        evicted = (replayer or replay)(store, thread, history)
         where = {m.id: p for p, m in enumerate(history)}
         for question in conversation["qa"]:
             if question["category"] not in CATEGORIES:
@@ -247,6 +296,12 @@ def sqlite_url() -> Iterator[str]:
         yield f"sqlite:///{folder}/recall.db"
 
 
+@contextmanager
+def kept(path: str) -> Iterator[str]:
+    Path(path).unlink(missing_ok=True)
+    yield f"sqlite:///{path}"
+
+
 def postgres_url() -> Any:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from _store_support import pg_schema  # the tests' fresh-schema helper
@@ -258,6 +313,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--study", action="store_true", help="ranking variants on raw FTS5")
+    parser.add_argument("--direct", action="store_true", help="index via add_summary itself")
+    parser.add_argument("--keep", metavar="FILE", help="SQLite only: keep the replayed store")
+    parser.add_argument("--recall-only", action="store_true", help="no latency, no cost")
     parser.add_argument("--backends", nargs="+", default=["sqlite", "postgres"])
     args = parser.parse_args()
     conversations = load()
@@ -272,9 +330,15 @@ def main() -> None:
     sizes = [2_000] if args.quick else [10_000, 100_000]
     out = ["## Total recall on LoCoMo"]
     for name in chosen:
-        with backends[name]() as url, SummaryStore(url) as store:
-            out += recall_table(name, measure_recall(store, conversations))
+        replayer = replay_direct if args.direct else replay
+        started = time.perf_counter()
+        recall_url = kept(args.keep) if args.keep and name == "sqlite" else backends[name]()
+        with recall_url as url, SummaryStore(url) as store:
+            out += recall_table(name, measure_recall(store, conversations, replayer))
+        out.append(f"\n(replay and search: {time.perf_counter() - started:.0f} s)")
         print("\n".join(out), flush=True)
+        if args.recall_only:
+            continue
         out += [f"\n### Search latency on {name}\n", *latency(backends[name], sizes, questions)]
         out.append(f"\nIndexing cost on {name}: {indexing_cost(backends[name])}")
     print("\n".join(out))
