@@ -36,9 +36,15 @@ def test_overhead_quick_prints_the_table() -> None:
         "ms",
         "aim",
         "ms",
+        "1-node",
+        "ms",
+        "counter",
+        "ms",
+        "passes",
     ]
     assert "passthrough" in result.stdout
     assert "reuse" in result.stdout
+    assert "restart" in result.stdout
     assert "[overhead]" in result.stderr  # progress goes to stderr
 
 
