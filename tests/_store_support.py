@@ -1,4 +1,8 @@
-"""What the store's test modules share: the PostgreSQL server, fresh schemas, row checks.
+"""What the store's test modules share: the backends, fresh databases, a sync/async driver.
+
+The fixtures built on these live in ``conftest.py`` (``store_url``, ``pg_url``, ``is_async``,
+``summary_store``, ``backend``); a module that needs another scope opens
+`store_database` itself, with the same `STORE_BACKENDS`.
 
 The PostgreSQL cases use the server at 127.0.0.1:5432 (database ``test``, user ``postgres``
 or ``root``, trust auth). Each test gets a schema of its own, dropped afterwards. Without a
@@ -11,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from multiprocessing import forkserver as forkserver_module
@@ -22,20 +26,28 @@ from uuid import uuid4
 
 import pytest
 
+from langgraph_compaction import SummaryStore
+
 __all__ = [
     "PG_DATABASE",
     "PG_HOST",
     "PG_PORT",
+    "STORE_BACKENDS",
+    "Backend",
     "call",
     "pg_admin",
     "pg_schema",
     "pg_server_url",
     "preloaded_forkserver",
+    "store_database",
     "summary_fields",
     "unavailable",
 ]
 
 PG_HOST, PG_PORT, PG_DATABASE, PG_USERS = "127.0.0.1", 5432, "test", ("postgres", "root")
+
+STORE_BACKENDS = ("sqlite", "postgres")
+"""The databases every store test body runs on (the ids of the parametrized fixtures)."""
 
 
 @cache
@@ -91,6 +103,21 @@ def pg_schema(prefix: str = "lgc_test") -> Iterator[str]:
             admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
+@contextmanager
+def store_database(backend: str, folder: Path) -> Iterator[str]:
+    """An empty database for a store: a new SQLite file in ``folder``, or a new PostgreSQL schema.
+
+    ``backend`` is one of `STORE_BACKENDS`; PostgreSQL skips without a server (fails under CI).
+    """
+    if backend == "sqlite":
+        yield f"sqlite:///{folder / 'store.db'}"
+    elif backend == "postgres":
+        with pg_schema() as url:
+            yield url
+    else:
+        raise ValueError(f"unknown store backend {backend!r}: expected one of {STORE_BACKENDS}")
+
+
 def pg_admin() -> Any:
     """An autocommit psycopg connection to the test server, for killing backends and the like."""
     import psycopg
@@ -107,6 +134,45 @@ async def call(store: Any, is_async: bool, name: str, *args: Any, **kwargs: Any)
     if is_async:
         return await getattr(store, f"a{name}")(*args, **kwargs)
     return await asyncio.to_thread(getattr(store, name), *args, **kwargs)
+
+
+class Backend:
+    """Stores on one URL, driven through their sync or their async methods alike.
+
+    ``await backend.list_summaries(...)`` calls ``list_summaries`` or ``alist_summaries``, so
+    each test body runs unchanged on every backend. Thread id and namespace are unique per
+    backend object, so tests sharing a PostgreSQL schema never see each other's rows.
+    """
+
+    def __init__(self, url: str, *, is_async: bool) -> None:
+        self.url = url
+        self.is_async = is_async
+        self.thread = f"thread-{uuid4().hex[:8]}"
+        self.ns = f"ns-{uuid4().hex[:8]}"
+        self.stores: list[SummaryStore] = []
+        self.store = self.open()
+
+    def open(self, **options: Any) -> SummaryStore:
+        """Another SummaryStore object on the same database."""
+        store = SummaryStore(self.url, **options)
+        self.stores.append(store)
+        return store
+
+    def on(self, store: SummaryStore) -> Callable[..., Awaitable[Any]]:
+        """``call(name, ...)`` for an explicit store (see ``__getattr__``)."""
+
+        async def call_on_store(name: str, *args: Any, **kwargs: Any) -> Any:
+            return await call(store, self.is_async, name, *args, **kwargs)
+
+        return call_on_store
+
+    def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
+        call_on_store = self.on(self.store)
+        return lambda *args, **kwargs: call_on_store(name, *args, **kwargs)
+
+    async def close(self) -> None:
+        for store in self.stores:
+            await store.aclose()
 
 
 def summary_fields(thread: str, namespace: str, n: int, **overrides: Any) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, contextmanager
 from datetime import UTC, datetime, timedelta
@@ -24,7 +24,7 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
-from _store_support import pg_schema
+from _store_support import Backend
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.exc import IntegrityError
 
@@ -36,97 +36,7 @@ from langgraph_compaction.store._inspect import load_report
 from langgraph_compaction.store._inspect import main as inspect_main
 from langgraph_compaction.store._migrate import SCHEMA_VERSION
 
-# -- fixtures -----------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def pg_url() -> Iterator[str]:
-    """A store URL whose search_path is a fresh schema, dropped after the session."""
-    with pg_schema() as url:
-        yield url
-
-
-class Backend:
-    """Stores on one URL, driven through their sync or their async methods alike.
-
-    ``await backend.list_summaries(...)`` calls ``list_summaries`` or ``alist_summaries``, so
-    each test body runs unchanged on every backend. Thread id and namespace are unique per
-    test, so tests sharing the PostgreSQL schema never see each other's rows.
-    """
-
-    def __init__(self, url: str, *, is_async: bool) -> None:
-        self.url = url
-        self.is_async = is_async
-        self.thread = f"thread-{uuid4().hex[:8]}"
-        self.ns = f"ns-{uuid4().hex[:8]}"
-        self.stores: list[SummaryStore] = []
-        self.store = self.open()
-
-    def open(self, **options: Any) -> SummaryStore:
-        """Another SummaryStore object on the same database."""
-        store = SummaryStore(self.url, **options)
-        self.stores.append(store)
-        return store
-
-    def on(self, store: SummaryStore) -> Callable[..., Awaitable[Any]]:
-        """``call(name, ...)`` for an explicit store (see ``__getattr__``)."""
-
-        async def call(name: str, *args: Any, **kwargs: Any) -> Any:
-            if self.is_async:
-                return await getattr(store, f"a{name}")(*args, **kwargs)
-            # Off the loop, as a sync caller would be: blockbuster guards every async test.
-            return await asyncio.to_thread(getattr(store, name), *args, **kwargs)
-
-        return call
-
-    def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
-        call = self.on(self.store)
-        return lambda *args, **kwargs: call(name, *args, **kwargs)
-
-    async def close(self) -> None:
-        for store in self.stores:
-            await store.aclose()
-
-
-def _backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    database, mode = request.param.split("-")
-    if database == "postgres":
-        url = request.getfixturevalue("pg_url")
-    else:
-        url = f"sqlite:///{tmp_path / 'store.db'}"
-    return Backend(url, is_async=mode == "async")
-
-
-@pytest.fixture(params=["sqlite-sync", "sqlite-async", "postgres-sync", "postgres-async"])
-async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
-    b = _backend(request, tmp_path)
-    yield b
-    await b.close()
-
-
-@pytest.fixture(params=["sqlite-sync", "sqlite-async"])
-async def sqlite_backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
-    b = _backend(request, tmp_path)
-    yield b
-    await b.close()
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def fresh_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A database without the store's tables: a new SQLite file or a new PostgreSQL schema."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'fresh.db'}"
-        return
-    with pg_schema("lgc_fresh") as url:
-        yield url
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "postgres":
-        url: str = request.getfixturevalue("pg_url")
-        return url
-    return f"sqlite:///{tmp_path / 'store.db'}"
+# -- fixtures: `backend`, `sqlite_backend` and `store_url` come from conftest.py ----------------
 
 
 def fields(b: Backend, n: int, **overrides: Any) -> dict[str, Any]:
@@ -479,8 +389,8 @@ def test_switching_a_busy_sqlite_file_to_wal_waits_for_the_lock(tmp_path: Path) 
         assert raw.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
-def test_tables_are_created_once_when_stores_race(fresh_url: str) -> None:
-    stores = [SummaryStore(fresh_url) for _ in range(6)]
+def test_tables_are_created_once_when_stores_race(store_url: str) -> None:
+    stores = [SummaryStore(store_url) for _ in range(6)]
     start = threading.Barrier(len(stores))
 
     def first_use(store: SummaryStore) -> list[SummaryRecord]:
@@ -489,7 +399,7 @@ def test_tables_are_created_once_when_stores_race(fresh_url: str) -> None:
 
     with ThreadPoolExecutor(max_workers=len(stores)) as pool:
         assert list(pool.map(first_use, stores)) == [[]] * len(stores)
-    report = load_report(fresh_url)
+    report = load_report(store_url)
     assert (report["schema_version"], report["threads"]) == (str(SCHEMA_VERSION), [])
     for store in stores:
         store.close()
@@ -594,8 +504,8 @@ def test_sync_use_never_creates_the_async_engine(
     b.store.close()
 
 
-def test_async_methods_work_from_one_event_loop_after_another(db_url: str) -> None:
-    b = Backend(db_url, is_async=True)
+def test_async_methods_work_from_one_event_loop_after_another(store_url: str) -> None:
+    b = Backend(store_url, is_async=True)
     first = asyncio.run(b.store.aadd_summary(**fields(b, 1)))
     second = asyncio.run(b.store.aadd_summary(**fields(b, 2, parent_id=first.id)))
 
