@@ -118,11 +118,11 @@ def is_async(request: pytest.FixtureRequest) -> bool:
 
 
 @pytest.fixture
-def summary_store(store_url: str) -> Iterator[SummaryStore]:
-    """A SummaryStore on `store_url`: SQLite and PostgreSQL."""
+async def summary_store(store_url: str) -> AsyncIterator[SummaryStore]:
+    """A SummaryStore on `store_url`: SQLite and PostgreSQL (its async engine closed too)."""
     opened = SummaryStore(store_url)
     yield opened
-    opened.close()
+    await opened.aclose()
 
 
 def _backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:

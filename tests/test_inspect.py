@@ -12,13 +12,11 @@ import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _store_support import pg_schema
 
 from langgraph_compaction import SummaryStore
 from langgraph_compaction.store import SummaryRecord
@@ -34,15 +32,6 @@ LONG_ERROR = (
     "Requested 4200. Please try again in 1.26s.', 'type': 'tokens', 'code': 'rate_limit_exceeded'}}"
 )
 MULTILINE = "## Goal\nShip the release.\n\n## Progress\n- " + "tested the migration; " * 30
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'store.db'}"
-    else:
-        with pg_schema("lgc_inspect") as pg_url:
-            yield pg_url
 
 
 def add(
@@ -69,15 +58,15 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> str:
 
 
 def test_the_overview_shows_threads_failures_and_calibration(
-    url: str, capsys: pytest.CaptureFixture[str]
+    store_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with SummaryStore(url) as store:
+    with SummaryStore(store_url) as store:
         first = add(store, "t-1", 1, None)
         add(store, "t-1", 2, first)
         store.record_failure("t-1", "default", message_count=12, error="model timed out")
         store.set_calibration("t-1", "default", 1.125)
 
-    out = run(capsys, "inspect", "--url", url)
+    out = run(capsys, "inspect", "--url", store_url)
 
     lines = out.splitlines()
     top = next(i for i, line in enumerate(lines) if line.startswith("THREAD"))
@@ -91,9 +80,9 @@ def test_the_overview_shows_threads_failures_and_calibration(
 
 
 def test_every_view_fits_100_columns_with_long_names_and_errors(
-    url: str, capsys: pytest.CaptureFixture[str]
+    store_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with SummaryStore(url) as store:
+    with SummaryStore(store_url) as store:
         parent = None
         for n in range(1, 4):
             parent = add(
@@ -105,50 +94,50 @@ def test_every_view_fits_100_columns_with_long_names_and_errors(
             LONG_THREAD, "team-analytics-eu-west", message_count=9, error=LONG_ERROR
         )
 
-    overview = run(capsys, "inspect", "--url", url)
+    overview = run(capsys, "inspect", "--url", store_url)
     assert "(long names are cut in the middle to fit; --json prints them whole)" in overview
     row = next(line for line in overview.splitlines() if line.startswith("tenant-"))
     assert row.startswith(cut_middle(LONG_THREAD, len(row.split()[0]))), row
     assert "rate_limit_exceeded" in overview  # the whole error, wrapped
 
-    versions = run(capsys, "inspect", "--url", url, "--thread", LONG_THREAD)
+    versions = run(capsys, "inspect", "--url", store_url, "--thread", LONG_THREAD)
     assert f"thread {LONG_THREAD}" in versions.replace("\n", " ")
     assert versions.count("  id ") == 3
     for args in (["--full"], ["--thread", LONG_THREAD, "--full"], ["--namespace", "none"]):
-        run(capsys, "inspect", "--url", url, *args)
-    run(capsys, "check", "--url", url)
-    run(capsys, "migrate", "--url", url)
+        run(capsys, "inspect", "--url", store_url, *args)
+    run(capsys, "check", "--url", store_url)
+    run(capsys, "migrate", "--url", store_url)
 
-    data = json.loads(run_json(capsys, url, "--thread", LONG_THREAD))
+    data = json.loads(run_json(capsys, store_url, "--thread", LONG_THREAD))
     assert [e["thread_id"] for e in data["threads"]] == [LONG_THREAD]  # whole, not cut
     assert data["threads"][0]["last_error"] == LONG_ERROR
 
 
-def run_json(capsys: pytest.CaptureFixture[str], url: str, *args: str) -> str:
-    assert cli(["inspect", "--url", url, *args, "--json"]) == 0
+def run_json(capsys: pytest.CaptureFixture[str], store_url: str, *args: str) -> str:
+    assert cli(["inspect", "--url", store_url, *args, "--json"]) == 0
     return capsys.readouterr().out
 
 
-def test_full_prints_whole_summaries(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_full_prints_whole_summaries(store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     texts = [MULTILINE + f" (version {n})" for n in (1, 2)]
-    with SummaryStore(url) as store:
+    with SummaryStore(store_url) as store:
         first = add(store, "t", 1, None, summary=texts[0])
         add(store, "t", 2, first, summary=texts[1])
 
-    preview = run(capsys, "inspect", "--url", url, "--thread", "t")
+    preview = run(capsys, "inspect", "--url", store_url, "--thread", "t")
     assert "(version 1)" not in preview and "(version 2)" not in preview  # previews are cut
 
-    every = run(capsys, "inspect", "--url", url, "--thread", "t", "--full")
+    every = run(capsys, "inspect", "--url", store_url, "--thread", "t", "--full")
     assert unwrapped(every).count(unwrapped(MULTILINE)) == 2
     assert "(version 1)" in every and "(version 2)" in every
 
-    newest = run(capsys, "inspect", "--url", url, "--full")
+    newest = run(capsys, "inspect", "--url", store_url, "--full")
     assert "t [default] v2, newest summary:" in newest
     assert "(version 2)" in newest and "(version 1)" not in newest
 
-    data = json.loads(run_json(capsys, url, "--thread", "t", "--full"))
+    data = json.loads(run_json(capsys, store_url, "--thread", "t", "--full"))
     assert [v["summary"] for v in data["versions"]] == texts
-    assert "summary" not in json.loads(run_json(capsys, url, "--thread", "t"))["versions"][0]
+    assert "summary" not in json.loads(run_json(capsys, store_url, "--thread", "t"))["versions"][0]
 
 
 def unwrapped(text: str) -> str:
@@ -157,20 +146,20 @@ def unwrapped(text: str) -> str:
 
 
 def test_versions_show_lineage_and_filter_by_namespace(
-    url: str, capsys: pytest.CaptureFixture[str]
+    store_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with SummaryStore(url, retention=2) as store:
+    with SummaryStore(store_url, retention=2) as store:
         for ns in ("alpha", "beta"):
             first = add(store, "t", 1, None, namespace=ns)
             second = add(store, "t", 2, first, namespace=ns)
         add(store, "t", 3, second, namespace="beta")  # retention drops beta's v1
         store.record_failure("t", "beta", message_count=9, error="rate limited")
 
-    alpha = json.loads(run_json(capsys, url, "--namespace", "alpha"))
+    alpha = json.loads(run_json(capsys, store_url, "--namespace", "alpha"))
     assert [(e["namespace"], e["versions"]) for e in alpha["threads"]] == [("alpha", 2)]
     assert alpha["schema_version"] == str(SCHEMA_VERSION) and "versions" not in alpha
 
-    beta = json.loads(run_json(capsys, url, "--thread", "t", "--namespace", "beta"))
+    beta = json.loads(run_json(capsys, store_url, "--thread", "t", "--namespace", "beta"))
     [entry] = beta["threads"]
     assert (entry["consecutive_failures"], entry["last_error"]) == (1, "rate limited")
     assert [(v["version"], v["parent_version"], v["parent_gone"]) for v in beta["versions"]] == [
@@ -178,7 +167,7 @@ def test_versions_show_lineage_and_filter_by_namespace(
         (3, 2, False),
     ]
 
-    text = run(capsys, "inspect", "--url", url, "--thread", "t", "--namespace", "beta")
+    text = run(capsys, "inspect", "--url", store_url, "--thread", "t", "--namespace", "beta")
     assert "alpha" not in text
     assert "thread t, namespace beta: 2 version(s), oldest first" in text
     blocks = [line.split()[:6] for line in text.splitlines() if line.startswith("v")]
@@ -203,9 +192,11 @@ def test_the_demos_store_fits_and_prints_every_summary_whole(
     path = tmp_path / "compaction.db"
     assert f"open {path} in any SQLite browser" in demo.stdout
     assert "langgraph_compaction.store inspect" in demo.stdout
-    url = f"sqlite:///{path}"
+    store_url = f"sqlite:///{path}"
 
-    out = run(capsys, "inspect", "--url", url, "--thread", "shop-etl-nightly-export", "--full")
+    out = run(
+        capsys, "inspect", "--url", store_url, "--thread", "shop-etl-nightly-export", "--full"
+    )
 
     with closing(sqlite3.connect(path)) as db:  # as a SQLite browser would read it
         stored = [row[0] for row in db.execute("SELECT summary FROM compaction_summaries")]
@@ -213,7 +204,7 @@ def test_the_demos_store_fits_and_prints_every_summary_whole(
     for summary in stored:
         assert unwrapped(summary) in unwrapped(out)
     for args in ([], ["--full"], ["--thread", "shop-etl-nightly-export"]):
-        run(capsys, "inspect", "--url", url, *args)
+        run(capsys, "inspect", "--url", store_url, *args)
 
 
 def test_wrap_and_tables_never_exceed_the_width() -> None:

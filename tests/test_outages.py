@@ -14,13 +14,11 @@ import logging
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from _store_support import pg_schema
 from conversations import chat
 from fakes import RecordingSummarizer
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -152,12 +150,6 @@ def test_a_locked_file_serves_the_held_summary_then_recovers(tmp_path: Path) -> 
         holder.stdout.close()
     _, report, _ = _run(graph, messages)
     assert report.action == "summarized" and report.summary_version == 2  # back by itself
-
-
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    with pg_schema("lgc_outage") as url:
-        yield url
 
 
 def _refusing_port() -> int:

@@ -15,11 +15,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from _store_support import pg_schema
 from conversations import chat, graph_input
 from fakes import RecordingSummarizer
 from langchain_core.runnables import RunnableConfig
@@ -110,12 +107,6 @@ def _check_fleet(lines: list[dict[str, object]]) -> None:
     actions = sorted(str(line["action"]) for line in lines)
     assert actions == ["reused"] * (WORKERS - 1) + ["summarized"], lines
     assert len({line["summary_id"] for line in lines}) == 1
-
-
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    with pg_schema("lgc_fleet") as url:
-        yield url
 
 
 def test_workers_racing_on_sqlite_make_one_summary(tmp_path: Path) -> None:

@@ -9,28 +9,17 @@ what the store used to do: migrate through ``run_sync`` on the loop (``os.access
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from _blocking import BlockingError, blocking_guard
-from _store_support import pg_schema, summary_fields
+from _store_support import summary_fields
 from alembic import command
 from sqlalchemy import create_engine
 
 from langgraph_compaction.store import SummaryStore
 from langgraph_compaction.store._engine import build_async_engine, derive_urls
 from langgraph_compaction.store._migrate import alembic_config, ensure_schema
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A database without the store's tables."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'store.db'}"
-        return
-    with pg_schema("lgc_block") as pg_url:
-        yield pg_url
 
 
 async def every_async_method(store: SummaryStore) -> None:
@@ -57,10 +46,10 @@ def run_guarded(store: SummaryStore) -> None:
         asyncio.run(every_async_method(store))
 
 
-def test_the_guard_catches_a_migration_on_the_loop(url: str) -> None:
+def test_the_guard_catches_a_migration_on_the_loop(store_url: str) -> None:
     # What the store did before: Alembic read its scripts on the loop, through run_sync.
     async def migrate_on_the_loop() -> None:
-        engine = await asyncio.to_thread(build_async_engine, derive_urls(url)[1])
+        engine = await asyncio.to_thread(build_async_engine, derive_urls(store_url)[1])
         try:
             async with engine.connect() as conn, conn.begin():
                 await conn.run_sync(ensure_schema)
@@ -71,24 +60,24 @@ def test_the_guard_catches_a_migration_on_the_loop(url: str) -> None:
         asyncio.run(migrate_on_the_loop())
 
 
-def test_every_async_method_on_a_fresh_store(url: str) -> None:
-    run_guarded(SummaryStore(url))
+def test_every_async_method_on_a_fresh_store(store_url: str) -> None:
+    run_guarded(SummaryStore(store_url))
 
 
-def test_every_async_method_on_an_existing_store(url: str) -> None:
-    with SummaryStore(url) as first:  # made outside the guard, by the sync path
+def test_every_async_method_on_an_existing_store(store_url: str) -> None:
+    with SummaryStore(store_url) as first:  # made outside the guard, by the sync path
         first.add_summary(**summary_fields("other", "default", 1))
-    run_guarded(SummaryStore(url))
+    run_guarded(SummaryStore(store_url))
 
 
-def test_every_async_method_on_a_store_that_needs_a_migration(url: str) -> None:
-    with SummaryStore(url) as first:
+def test_every_async_method_on_a_store_that_needs_a_migration(store_url: str) -> None:
+    with SummaryStore(store_url) as first:
         first.list_summaries("t")
-    engine = create_engine(derive_urls(url)[0])
+    engine = create_engine(derive_urls(store_url)[0])
     with engine.begin() as conn:
         command.downgrade(alembic_config(conn), "0002")
     engine.dispose()
-    run_guarded(SummaryStore(url))
+    run_guarded(SummaryStore(store_url))
 
 
 def test_every_async_method_on_a_memory_store() -> None:

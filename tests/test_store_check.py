@@ -9,28 +9,17 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _store_support import pg_schema
 from sqlalchemy import create_engine, text
 
 from langgraph_compaction import SummaryStore
 from langgraph_compaction.store import SummaryRecord
 from langgraph_compaction.store._engine import derive_urls
 from langgraph_compaction.store._inspect import main as cli
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'store.db'}"
-    else:
-        with pg_schema("lgc_check") as pg_url:
-            yield pg_url
 
 
 def add(store: SummaryStore, thread: str, n: int, parent: SummaryRecord | None, **kw: Any) -> Any:
@@ -50,8 +39,8 @@ def chain(store: SummaryStore, thread: str, count: int) -> list[SummaryRecord]:
     return records
 
 
-def execute(url: str, statement: str, **params: Any) -> None:
-    engine = create_engine(derive_urls(url)[0])
+def execute(store_url: str, statement: str, **params: Any) -> None:
+    engine = create_engine(derive_urls(store_url)[0])
     try:
         with engine.begin() as conn:
             conn.execute(text(statement), params)
@@ -59,8 +48,8 @@ def execute(url: str, statement: str, **params: Any) -> None:
         engine.dispose()
 
 
-def test_a_sound_store_with_trimmed_parents_passes(url: str) -> None:
-    with SummaryStore(url, retention=2) as store:
+def test_a_sound_store_with_trimmed_parents_passes(store_url: str) -> None:
+    with SummaryStore(store_url, retention=2) as store:
         chain(store, "t", 5)
         assert [r.version for r in store.list_summaries("t")] == [4, 5]
         assert store.check_integrity() == []
@@ -94,20 +83,20 @@ def test_a_sound_store_with_trimmed_parents_passes(url: str) -> None:
     ids=["blank", "dangling-parent", "parent-version", "cross-thread", "ids", "calibration", "v0"],
 )
 def test_the_check_reports_each_broken_rule(
-    url: str, breakage: str, expected: str, capsys: pytest.CaptureFixture[str]
+    store_url: str, breakage: str, expected: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with SummaryStore(url) as store:
+    with SummaryStore(store_url) as store:
         first, second, third = chain(store, "t", 3)
         add(store, "other", 1, None)
         store.set_calibration("t", "default", 1.1)
         assert store.check_integrity() == []
-    execute(url, breakage, first=first.id, second=second.id, third=third.id)
+    execute(store_url, breakage, first=first.id, second=second.id, third=third.id)
 
-    with SummaryStore(url) as store:
+    with SummaryStore(store_url) as store:
         problems = store.check_integrity()
     assert any(expected in problem for problem in problems), problems
 
-    assert cli(["check", "--url", url, "--json"]) == 1
+    assert cli(["check", "--url", store_url, "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert (report["ok"], report["problems"]) == (False, problems)
 

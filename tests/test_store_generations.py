@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 import timeit
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from multiprocessing.context import ForkServerContext
 from pathlib import Path
 from typing import Any
@@ -20,30 +20,12 @@ from uuid import uuid4
 
 import _store_workers as workers
 import pytest
-from _store_support import call, pg_schema, preloaded_forkserver, summary_fields
+from _store_support import call, preloaded_forkserver, summary_fields
 
 from langgraph_compaction._exceptions import SummaryStoreError, ThreadDeletedError
 from langgraph_compaction.store import SummaryStore, ThreadState
 
 TIMEOUT_S = 60
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'store.db'}"
-        return
-    with pg_schema("lgc_gen") as pg_url:
-        yield pg_url
-
-
-@pytest.fixture(params=["sync", "async"])
-async def store(
-    request: pytest.FixtureRequest, url: str
-) -> AsyncIterator[tuple[SummaryStore, bool]]:
-    summary_store = SummaryStore(url)
-    yield summary_store, request.param == "async"
-    await summary_store.aclose()
 
 
 WRITES: dict[str, Any] = {
@@ -56,9 +38,9 @@ WRITES: dict[str, Any] = {
 
 @pytest.mark.parametrize("write", sorted(WRITES))
 async def test_a_write_with_a_stale_generation_writes_nothing(
-    store: tuple[SummaryStore, bool], write: str
+    summary_store: SummaryStore, is_async: bool, write: str
 ) -> None:
-    s, is_async = store
+    s = summary_store
     t, ns = f"t-{uuid4().hex[:8]}", "default"
     args, kwargs = WRITES[write](t, ns)
     await call(s, is_async, "record_failure", t, ns, message_count=1, error="first")
@@ -78,9 +60,10 @@ async def test_a_write_with_a_stale_generation_writes_nothing(
 
 
 async def test_thread_deleted_error_is_a_store_error_naming_the_store(
-    store: tuple[SummaryStore, bool],
+    summary_store: SummaryStore,
+    is_async: bool,
 ) -> None:
-    s, is_async = store
+    s = summary_store
     await call(s, is_async, "delete_thread", "t")
     with pytest.raises(SummaryStoreError, match=r"^summary store .*thread 't'") as caught:
         await call(s, is_async, "add_summary", **summary_fields("t", "default", 1), generation=0)
@@ -88,9 +71,10 @@ async def test_thread_deleted_error_is_a_store_error_naming_the_store(
 
 
 async def test_deleting_every_namespace_covers_namespaces_not_written_yet(
-    store: tuple[SummaryStore, bool],
+    summary_store: SummaryStore,
+    is_async: bool,
 ) -> None:
-    s, is_async = store
+    s = summary_store
     t = f"t-{uuid4().hex[:8]}"
     fresh = await call(s, is_async, "thread_state", t, "written-later")
     await call(s, is_async, "add_summary", **summary_fields(t, "a", 1))
@@ -141,10 +125,10 @@ def test_generation_rows_survive_the_deletion_and_nothing_else(tmp_path: Path) -
 
 
 async def test_the_deletion_epoch_is_shared_by_every_store_on_one_database(
-    store: tuple[SummaryStore, bool], url: str, tmp_path: Path
+    summary_store: SummaryStore, is_async: bool, store_url: str, tmp_path: Path
 ) -> None:
-    s, is_async = store
-    other = SummaryStore(url)  # another object, same database
+    s = summary_store
+    other = SummaryStore(store_url)  # another object, same database
     elsewhere = SummaryStore(f"sqlite:///{tmp_path / 'elsewhere.db'}")
     t = f"t-{uuid4().hex[:8]}"
     assert other.deletion_epoch(t, "a") == 0
@@ -191,17 +175,17 @@ def forkserver() -> Iterator[ForkServerContext]:
 
 @pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
 def test_a_deletion_between_a_workers_read_and_its_write_leaves_no_row(
-    forkserver: Any, url: str, use_async: bool
+    forkserver: Any, store_url: str, use_async: bool
 ) -> None:
     read, deleted, results = forkserver.Event(), forkserver.Event(), forkserver.Queue()
     worker = forkserver.Process(
         target=workers.run_and_report,
-        args=(results, 0, workers.add_after_deletion, url, "t", read, deleted, use_async),
+        args=(results, 0, workers.add_after_deletion, store_url, "t", read, deleted, use_async),
     )
     worker.start()
     try:
         assert read.wait(TIMEOUT_S), "the worker never read the thread state"
-        with SummaryStore(url) as store:
+        with SummaryStore(store_url) as store:
             store.delete_thread("t")
         deleted.set()
         _, status, value = results.get(timeout=TIMEOUT_S)
@@ -211,18 +195,18 @@ def test_a_deletion_between_a_workers_read_and_its_write_leaves_no_row(
             worker.kill()
     assert status == "ok", value
     assert value == "ThreadDeletedError"
-    with SummaryStore(url) as store:
+    with SummaryStore(store_url) as store:
         assert store.list_summaries("t") == []
         assert store.thread_state("t", "default").generation == 1
         assert store.check_integrity() == []
 
 
-def test_the_worker_body_writes_when_nobody_deletes(url: str) -> None:
+def test_the_worker_body_writes_when_nobody_deletes(store_url: str) -> None:
     # The control of the test above: the same body, no deletion, stores its summary.
     read, deleted = threading.Event(), threading.Event()
     deleted.set()
     started = time.monotonic()
-    assert workers.add_after_deletion(url, "t", read, deleted, False) == "stored"
+    assert workers.add_after_deletion(store_url, "t", read, deleted, False) == "stored"
     assert time.monotonic() - started < TIMEOUT_S
-    with SummaryStore(url) as store:
+    with SummaryStore(store_url) as store:
         assert len(store.list_summaries("t")) == 1

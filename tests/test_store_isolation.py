@@ -16,7 +16,7 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
-from _store_support import pg_schema
+from _store_support import STORE_BACKENDS, store_database
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -43,13 +43,11 @@ operations = st.lists(
 )
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+@pytest.fixture(scope="module", params=STORE_BACKENDS)
 def url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path_factory.mktemp('isolation') / 'store.db'}"
-    else:
-        with pg_schema("lgc_iso") as pg_url:
-            yield pg_url
+    """conftest's backends, one database per module: hypothesis's examples share it."""
+    with store_database(request.param, tmp_path_factory.mktemp("isolation")) as database:
+        yield database
 
 
 @dataclass

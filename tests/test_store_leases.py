@@ -17,12 +17,11 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
 from multiprocessing.context import ForkServerContext
-from pathlib import Path
 from uuid import uuid4
 
 import _store_workers as workers
 import pytest
-from _store_support import call, pg_schema, preloaded_forkserver
+from _store_support import call, preloaded_forkserver
 
 from langgraph_compaction.store import Lease, SummaryStore
 from langgraph_compaction.store._leases import HEARTBEAT
@@ -30,24 +29,10 @@ from langgraph_compaction.store._leases import HEARTBEAT
 TIMEOUT_S = 60
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'store.db'}"
-        return
-    with pg_schema("lgc_lease") as pg_url:
-        yield pg_url
-
-
-@pytest.fixture(params=["sync", "async"])
-def is_async(request: pytest.FixtureRequest) -> bool:
-    return bool(request.param == "async")
-
-
 @pytest.fixture
-async def stores(url: str) -> AsyncIterator[list[SummaryStore]]:
+async def stores(store_url: str) -> AsyncIterator[list[SummaryStore]]:
     """Two store objects on one database, as two workers would have (short lease_ttl)."""
-    opened = [SummaryStore(url, lease_ttl=0.6), SummaryStore(url, lease_ttl=0.6)]
+    opened = [SummaryStore(store_url, lease_ttl=0.6), SummaryStore(store_url, lease_ttl=0.6)]
     yield opened
     for store in opened:
         await store.aclose()
@@ -154,7 +139,7 @@ def forkserver() -> Iterator[ForkServerContext]:
 @pytest.mark.parametrize("count", [2, 4])
 @pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
 def test_workers_racing_for_one_prefix_get_exactly_one_lease(
-    forkserver: ForkServerContext, url: str, count: int, use_async: bool
+    forkserver: ForkServerContext, store_url: str, count: int, use_async: bool
 ) -> None:
     from test_store_processes import run_workers
 
@@ -163,32 +148,34 @@ def test_workers_racing_for_one_prefix_get_exactly_one_lease(
         won = run_workers(
             forkserver,
             workers.race_for_lease,
-            [(url, f"race-{round_}", barrier, use_async)] * count,
+            [(store_url, f"race-{round_}", barrier, use_async)] * count,
         )
         assert sorted(won) == [False] * (count - 1) + [True], won
 
 
 def start_holder(
-    context: ForkServerContext, url: str, p: str, lease_ttl: float, seconds: float
+    context: ForkServerContext, store_url: str, p: str, lease_ttl: float, seconds: float
 ) -> tuple[object, float]:
     """A worker that holds ``p``'s lease; returns it and when it took the lease."""
     started = context.Event()
-    holder = context.Process(target=workers.hold_lease, args=(url, p, lease_ttl, seconds, started))
+    holder = context.Process(
+        target=workers.hold_lease, args=(store_url, p, lease_ttl, seconds, started)
+    )
     holder.start()
     assert started.wait(TIMEOUT_S), "the holder never took the lease"
     return holder, time.monotonic()
 
 
 def test_a_killed_holders_lease_is_taken_over_after_lease_ttl(
-    forkserver: ForkServerContext, url: str
+    forkserver: ForkServerContext, store_url: str
 ) -> None:
     ttl = 1.5
-    holder, _ = start_holder(forkserver, url, "killed", ttl, -1)
+    holder, _ = start_holder(forkserver, store_url, "killed", ttl, -1)
     time.sleep(ttl)  # the heartbeat has renewed it by now
     holder.kill()  # type: ignore[attr-defined]
     holder.join()  # type: ignore[attr-defined]
     killed_at = time.monotonic()
-    with SummaryStore(url, lease_ttl=ttl) as store:
+    with SummaryStore(store_url, lease_ttl=ttl) as store:
         assert store.acquire_lease("t", "default", "killed") is None  # not expired yet
         while (lease := store.acquire_lease("t", "default", "killed")) is None:
             assert time.monotonic() - killed_at < ttl + 5, "the dead lease never expired"
@@ -200,11 +187,11 @@ def test_a_killed_holders_lease_is_taken_over_after_lease_ttl(
 
 
 def test_a_live_holder_keeps_its_lease_beyond_lease_ttl(
-    forkserver: ForkServerContext, url: str
+    forkserver: ForkServerContext, store_url: str
 ) -> None:
     ttl = 0.6
-    holder, taken_at = start_holder(forkserver, url, "live", ttl, 2.5)
-    with SummaryStore(url, lease_ttl=ttl) as store:
+    holder, taken_at = start_holder(forkserver, store_url, "live", ttl, 2.5)
+    with SummaryStore(store_url, lease_ttl=ttl) as store:
         while time.monotonic() - taken_at < 2.0:  # over three times lease_ttl
             assert store.acquire_lease("t", "default", "live") is None
             time.sleep(0.1)

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _store_support import pg_schema
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
@@ -97,16 +96,6 @@ FIRST_RELEASE_ROWS = [
 ]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A database without any table: a new SQLite file or a new PostgreSQL schema."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'store.db'}"
-    else:
-        with pg_schema("lgc_migr") as url:
-            yield url
-
-
 @contextmanager
 def raw_connection(url: str) -> Iterator[Connection]:
     """One transaction on the database, outside any SummaryStore."""
@@ -185,21 +174,21 @@ def test_the_head_revision_is_the_schema_version() -> None:
     assert chain == [f"{n:04d}" for n in range(1, SCHEMA_VERSION + 1)]
 
 
-def test_a_new_database_gets_the_declared_tables(empty_url: str) -> None:
-    with SummaryStore(empty_url) as store:
+def test_a_new_database_gets_the_declared_tables(store_url: str) -> None:
+    with SummaryStore(store_url) as store:
         assert store.list_summaries("t") == []
 
-    assert fetch(empty_url, "SELECT version_num FROM compaction_alembic_version") == [
+    assert fetch(store_url, "SELECT version_num FROM compaction_alembic_version") == [
         (HEAD_REVISION,)
     ]
-    assert fetch(empty_url, "SELECT value FROM compaction_meta") == [(str(SCHEMA_VERSION),)]
-    assert schema_differences(empty_url) == []
+    assert fetch(store_url, "SELECT value FROM compaction_meta") == [(str(SCHEMA_VERSION),)]
+    assert schema_differences(store_url) == []
 
 
-def test_a_first_release_store_is_upgraded_on_open_and_keeps_its_rows(empty_url: str) -> None:
-    build_first_release_store(empty_url)
+def test_a_first_release_store_is_upgraded_on_open_and_keeps_its_rows(store_url: str) -> None:
+    build_first_release_store(store_url)
 
-    with SummaryStore(empty_url) as store:
+    with SummaryStore(store_url) as store:
         listed = store.list_summaries("t1", "ns")
         state = store.thread_state("t1", "ns")
         fifth = store.add_summary(
@@ -222,34 +211,34 @@ def test_a_first_release_store_is_upgraded_on_open_and_keeps_its_rows(empty_url:
     assert fifth.version == 5
     # Migration 0002 filled in the parents' versions where the parent row was still there.
     assert fetch(
-        empty_url, "SELECT id, parent_version FROM compaction_summaries ORDER BY thread_id, version"
+        store_url, "SELECT id, parent_version FROM compaction_summaries ORDER BY thread_id, version"
     ) == [("id-2", None), ("id-3", 2), ("id-4", 3), (fifth.id, 4), ("id-a", None)]
-    assert fetch(empty_url, "SELECT version_num FROM compaction_alembic_version") == [
+    assert fetch(store_url, "SELECT version_num FROM compaction_alembic_version") == [
         (HEAD_REVISION,)
     ]
-    assert fetch(empty_url, "SELECT value FROM compaction_meta") == [(str(SCHEMA_VERSION),)]
-    assert schema_differences(empty_url) == []
+    assert fetch(store_url, "SELECT value FROM compaction_meta") == [(str(SCHEMA_VERSION),)]
+    assert schema_differences(store_url) == []
 
 
 def test_a_version_2_store_gets_generations_and_leases_and_keeps_its_rows(
-    empty_url: str,
+    store_url: str,
 ) -> None:
-    with SummaryStore(empty_url) as store:
+    with SummaryStore(store_url) as store:
         first = store.add_summary(
             thread_id="t", namespace="ns", parent_id=None, boundary_message_id="m-1",
             covered_messages=10, prefix_hash="h1", summary="First.", summary_tokens=3,
             source_tokens=100, kind="initial", model=None, rescued_message_ids=[],
         )  # fmt: skip
         store.record_failure("t", "ns", message_count=4, error="boom")
-    with raw_connection(empty_url) as conn:
+    with raw_connection(store_url) as conn:
         command.downgrade(alembic_config(conn), "0002")
-    assert fetch(empty_url, "SELECT value FROM compaction_meta") == [("2",)]
-    with raw_connection(empty_url) as conn:
+    assert fetch(store_url, "SELECT value FROM compaction_meta") == [("2",)]
+    with raw_connection(store_url) as conn:
         assert not {"compaction_generations", "compaction_leases"} & set(
             sa_inspect(conn).get_table_names()
         )
 
-    with SummaryStore(empty_url) as store:  # 2 -> 3 on open
+    with SummaryStore(store_url) as store:  # 2 -> 3 on open
         assert store.list_summaries("t", "ns") == [first]
         state = store.thread_state("t", "ns")
         assert (state.consecutive_failures, state.generation) == (1, 0)
@@ -257,11 +246,11 @@ def test_a_version_2_store_gets_generations_and_leases_and_keeps_its_rows(
         store.delete_thread("t", "ns")
         assert store.thread_state("t", "ns").generation == 1
         assert store.check_integrity() == []
-    assert fetch(empty_url, "SELECT version_num FROM compaction_alembic_version") == [
+    assert fetch(store_url, "SELECT version_num FROM compaction_alembic_version") == [
         (HEAD_REVISION,)
     ]
-    assert fetch(empty_url, "SELECT value FROM compaction_meta") == [(str(SCHEMA_VERSION),)]
-    assert schema_differences(empty_url) == []
+    assert fetch(store_url, "SELECT value FROM compaction_meta") == [(str(SCHEMA_VERSION),)]
+    assert schema_differences(store_url) == []
 
 
 def test_an_in_memory_schema_is_the_declared_one(tmp_path: Path) -> None:
@@ -280,18 +269,18 @@ def test_an_in_memory_schema_is_the_declared_one(tmp_path: Path) -> None:
         assert store.list_summaries("t") == [] and store.check_integrity() == []
 
 
-def test_a_downgraded_store_is_upgraded_again(empty_url: str) -> None:
-    with SummaryStore(empty_url) as store:
+def test_a_downgraded_store_is_upgraded_again(store_url: str) -> None:
+    with SummaryStore(store_url) as store:
         store.list_summaries("t")
-    with raw_connection(empty_url) as conn:
+    with raw_connection(store_url) as conn:
         command.downgrade(alembic_config(conn), "0001")
-    assert fetch(empty_url, "SELECT value FROM compaction_meta") == [("1",)]
+    assert fetch(store_url, "SELECT value FROM compaction_meta") == [("1",)]
 
-    with SummaryStore(empty_url) as store:
+    with SummaryStore(store_url) as store:
         store.list_summaries("t")
-    with raw_connection(empty_url) as conn:
+    with raw_connection(store_url) as conn:
         assert current_revision(conn) == HEAD_REVISION
-    assert schema_differences(empty_url) == []
+    assert schema_differences(store_url) == []
 
 
 @pytest.mark.parametrize(
@@ -312,37 +301,37 @@ def test_a_downgraded_store_is_upgraded_again(empty_url: str) -> None:
     ids=["meta-version", "alembic-revision", "garbled"],
 )
 def test_a_store_newer_than_the_package_is_refused_naming_both_versions(
-    empty_url: str, change: str, expected: str
+    store_url: str, change: str, expected: str
 ) -> None:
-    with SummaryStore(empty_url) as store:
+    with SummaryStore(store_url) as store:
         store.list_summaries("t")
-    execute(empty_url, change)
+    execute(store_url, change)
 
-    with pytest.raises(SummaryStoreError, match=expected), SummaryStore(empty_url) as store:
+    with pytest.raises(SummaryStoreError, match=expected), SummaryStore(store_url) as store:
         store.list_summaries("t")
-    assert cli(["migrate", "--url", empty_url]) == 1
-    assert fetch(empty_url, "SELECT count(*) FROM compaction_summaries") == [(0,)]
+    assert cli(["migrate", "--url", store_url]) == 1
+    assert fetch(store_url, "SELECT count(*) FROM compaction_summaries") == [(0,)]
 
 
-def test_tables_of_unknown_origin_are_refused(empty_url: str) -> None:
-    build_first_release_store(empty_url)
-    execute(empty_url, "DELETE FROM compaction_meta")
+def test_tables_of_unknown_origin_are_refused(store_url: str) -> None:
+    build_first_release_store(store_url)
+    execute(store_url, "DELETE FROM compaction_meta")
 
     with pytest.raises(SummaryStoreError, match="no schema version this package knows"):
-        SummaryStore(empty_url).list_summaries("t1", "ns")
-    assert fetch(empty_url, "SELECT count(*) FROM compaction_summaries") == [(4,)]
+        SummaryStore(store_url).list_summaries("t1", "ns")
+    assert fetch(store_url, "SELECT count(*) FROM compaction_summaries") == [(4,)]
 
 
 def test_migrate_command_upgrades_and_says_so(
-    empty_url: str, capsys: pytest.CaptureFixture[str]
+    store_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    build_first_release_store(empty_url)
+    build_first_release_store(store_url)
 
-    assert cli(["migrate", "--url", empty_url]) == 0
+    assert cli(["migrate", "--url", store_url]) == 0
     said = " ".join(capsys.readouterr().out.split())  # the CLI may wrap a long URL
     assert said.endswith(f": schema_version 1 -> {SCHEMA_VERSION}")
-    assert cli(["migrate", "--url", empty_url]) == 0
+    assert cli(["migrate", "--url", store_url]) == 0
     said = " ".join(capsys.readouterr().out.split())
     assert said.endswith(f": schema_version {SCHEMA_VERSION} -> {SCHEMA_VERSION}")
-    assert cli(["check", "--url", empty_url]) == 0
+    assert cli(["check", "--url", store_url]) == 0
     assert capsys.readouterr().out.endswith(": ok\n")

@@ -23,7 +23,7 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
-from _store_support import PG_PORT, pg_admin, pg_schema, summary_fields
+from _store_support import PG_PORT, pg_admin, summary_fields
 from alembic import command as alembic_command
 from alembic.config import Config as AlembicConfig
 from sqlalchemy import Connection, text
@@ -33,7 +33,7 @@ from langgraph_compaction.store import SummaryRecord, SummaryStore, _migrate, _t
 from langgraph_compaction.store._migrate import HEAD_REVISION
 from langgraph_compaction.store._records import NewSummary
 
-MODES = pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+# Every test takes conftest's `is_async`: the sync methods, and the async ones (asyncio.run).
 
 
 def run(store: SummaryStore, is_async: bool, name: str, *args: Any, **kwargs: Any) -> Any:
@@ -54,7 +54,6 @@ def add(store: SummaryStore, is_async: bool, n: int = 1) -> Any:
 # -- the schema is tried again ---------------------------------------------------------------------
 
 
-@MODES
 def test_a_store_whose_folder_appears_later_opens_then(tmp_path: Path, is_async: bool) -> None:
     folder = tmp_path / "not-yet"
     store = SummaryStore(f"sqlite:///{folder / 'store.db'}")
@@ -66,7 +65,6 @@ def test_a_store_whose_folder_appears_later_opens_then(tmp_path: Path, is_async:
     close(store)
 
 
-@MODES
 def test_a_migration_that_fails_once_is_tried_again(
     tmp_path: Path, is_async: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -91,7 +89,6 @@ def test_a_migration_that_fails_once_is_tried_again(
 # -- SQLite ----------------------------------------------------------------------------------------
 
 
-@MODES
 def test_an_unopenable_sqlite_path_fails_clearly_until_it_is_fixed(
     tmp_path: Path, is_async: bool
 ) -> None:
@@ -144,7 +141,6 @@ def unlock(process: subprocess.Popen[str]) -> None:
     assert process.wait(timeout=30) == 0
 
 
-@MODES
 def test_a_file_locked_by_another_process_past_busy_timeout(
     locker: tuple[str, Any], is_async: bool
 ) -> None:
@@ -165,10 +161,9 @@ def test_a_file_locked_by_another_process_past_busy_timeout(
 
 
 @pytest.fixture
-def pg_url() -> Iterator[str]:
-    """A fresh schema, its connections named so a test can find and kill them."""
-    with pg_schema("lgc_recover") as url:
-        yield f"{url}&application_name=lgc_{uuid4().hex[:12]}"
+def pg_url(pg_url: str) -> str:
+    """conftest's fresh schema, its connections named so a test can find and kill them."""
+    return f"{pg_url}&application_name=lgc_{uuid4().hex[:12]}"
 
 
 def free_port() -> int:
@@ -199,7 +194,6 @@ class Forward(socketserver.BaseRequestHandler):
         back.join(timeout=5)
 
 
-@MODES
 def test_a_port_that_refuses_connections_until_a_server_listens(
     pg_url: str, is_async: bool
 ) -> None:
@@ -233,7 +227,6 @@ def kill_backends(url: str) -> int:
     return len(rows)
 
 
-@MODES
 def test_a_backend_killed_between_two_calls(pg_url: str, is_async: bool) -> None:
     store = SummaryStore(pg_url)
     if is_async:
@@ -253,7 +246,6 @@ def test_a_backend_killed_between_two_calls(pg_url: str, is_async: bool) -> None
     store.close()
 
 
-@MODES
 def test_a_backend_killed_in_the_middle_of_a_transaction(
     pg_url: str, is_async: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
