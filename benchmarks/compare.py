@@ -90,6 +90,7 @@ from typing_extensions import TypedDict
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE))
+from billing import PRICES, Bill, common_prefix  # noqa: E402
 from tokens import estimate_errors, exact_counter  # noqa: E402
 from traces import (  # noqa: E402
     concatenate_sessions,
@@ -141,6 +142,7 @@ class CountingSummarizer(BaseChatModel):
 
     calls: int = 0
     input_tokens: int = 0
+    output_tokens: int = 0
 
     @property
     def _llm_type(self) -> str:
@@ -159,21 +161,31 @@ class CountingSummarizer(BaseChatModel):
             f"## Goal\nSummary number {self.calls} of this conversation.\n## Progress\n"
             + "The user and the assistant went through the requests listed earlier. " * 8
         )
+        self.output_tokens += count_tokens([AIMessage(text)])
         return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
 
 
 class Compaction:
     """This package, as a node before the model."""
 
-    def __init__(self, workload: Workload, store: SummaryStore, thread: str) -> None:
+    def __init__(
+        self,
+        workload: Workload,
+        store: SummaryStore,
+        thread: str,
+        headroom: float | None = None,
+    ) -> None:
         self.summarizer = CountingSummarizer()
+        settings: dict[str, Any] = {
+            "trigger": {"type": "tokens", "value": workload.trigger},
+            "keep": {"type": "messages", "value": workload.keep},
+            "trim_tokens_to_summarize": TRIM_TOKENS,
+            "max_summary_tokens": SUMMARY_CAP,
+        }
+        if headroom is not None:
+            settings["headroom_ratio"] = headroom
         self.graph = create_compaction_graph(
-            {
-                "trigger": {"type": "tokens", "value": workload.trigger},
-                "keep": {"type": "messages", "value": workload.keep},
-                "trim_tokens_to_summarize": TRIM_TOKENS,
-                "max_summary_tokens": SUMMARY_CAP,
-            },
+            settings,
             model=self.summarizer,
             store=store,
             token_counter=count_tokens,
@@ -280,6 +292,7 @@ class Replay:
     stable_turns: int = 0
     violation_turns: int = 0
     history_kept: bool = True
+    bill: Bill = field(default_factory=Bill)
     inputs: list[list[list[AnyMessage]]] = field(default_factory=list)
 
 
@@ -300,11 +313,18 @@ class Serializer:
         return out
 
 
-def replay(system: str, workload: Workload, store: SummaryStore, tag: str) -> Replay:
+def replay(
+    system: str,
+    workload: Workload,
+    store: SummaryStore,
+    tag: str,
+    factory: Callable[[Workload, SummaryStore, str], Any] | None = None,
+) -> Replay:
     result = Replay()
     serialize = Serializer()
+    make = factory or FACTORIES[system]
     for t, history in enumerate(workload.threads):
-        runner = FACTORIES[system](workload, store, f"{tag}-{system}-{workload.name}-{t}")
+        runner = make(workload, store, f"{tag}-{system}-{workload.name}-{t}")
         previous: list[str] | None = None
         thread_inputs: list[list[AnyMessage]] = []
         for end in model_call_points(history):
@@ -319,10 +339,15 @@ def replay(system: str, workload: Workload, store: SummaryStore, tag: str) -> Re
             gc.enable()
             result.times_ms.append(elapsed / 1e6)
             result.turns += 1
-            result.input_tokens.append(count_tokens(model_input))
+            tokens = count_tokens(model_input)
+            result.input_tokens.append(tokens)
             if tool_pair_violations(model_input):
                 result.violation_turns += 1
             rendered = serialize(model_input)
+            shared = common_prefix(previous, rendered)
+            cached = count_tokens(model_input[:shared]) if shared else 0
+            result.bill.cache_read += cached
+            result.bill.cache_write += tokens - cached
             result.compaction_turns += runner.compacted
             # A compaction without a summarizer call: LangChain's middleware writes
             # "Previous conversation was too long to summarize." when its trim leaves nothing.
@@ -334,6 +359,8 @@ def replay(system: str, workload: Workload, store: SummaryStore, tag: str) -> Re
             thread_inputs.append(model_input)
         result.summary_calls += runner.summarizer.calls
         result.summary_input_tokens += runner.summarizer.input_tokens
+        result.bill.summarizer_input += runner.summarizer.input_tokens
+        result.bill.summarizer_output += runner.summarizer.output_tokens
         last = model_call_points(history)[-1]
         result.history_kept &= [m.id for m in runner.kept] == [m.id for m in history[:last]]
         result.inputs.append(thread_inputs)
@@ -460,6 +487,14 @@ def summarize_replay(r: Replay) -> dict[str, Any]:
         "stable_share": r.stable_turns / max(r.plain_turns, 1),
         "violation_turns": r.violation_turns,
         "history_kept": r.history_kept,
+        "billing": {
+            "cache_read_tokens_per_100_turns": r.bill.cache_read * per100,
+            "cache_write_tokens_per_100_turns": r.bill.cache_write * per100,
+            "summarizer_input_tokens_per_100_turns": r.bill.summarizer_input * per100,
+            "summarizer_output_tokens_per_100_turns": r.bill.summarizer_output * per100,
+            "cached_share": r.bill.cached_share,
+            "billed_per_100_turns": r.bill.total * per100,
+        },
     }
 
 
@@ -503,6 +538,9 @@ def render_markdown(report: dict[str, Any]) -> str:
                 f"{s['plain_turns']} | {s['violation_turns']} | "
                 f"{'yes' if s['history_kept'] else 'no'} |"
             )
+    lines += ["", *render_billing(report)]
+    if not report["growth"]:
+        return "\n".join(lines) + "\n"
     lines += [
         "",
         "Per-call time (ms, median / p95) on warm threads grown to N messages; `floor` is a "
@@ -530,6 +568,52 @@ def render_markdown(report: dict[str, Any]) -> str:
         ]
         lines.append(f"| {workload} | {row['calls']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _billing_rows(systems: dict[str, Any], anchor: float | None) -> list[str]:
+    rows = []
+    for system, s in systems.items():
+        b = s["billing"]
+        ratio = f"{b['billed_per_100_turns'] / anchor:.2f}x" if anchor else "-"
+        rows.append(
+            f"{system} | {b['cached_share']:.1%} | {b['cache_read_tokens_per_100_turns']:,.0f} | "
+            f"{b['cache_write_tokens_per_100_turns']:,.0f} | "
+            f"{b['summarizer_input_tokens_per_100_turns']:,.0f} | "
+            f"{b['summarizer_output_tokens_per_100_turns']:,.0f} | "
+            f"{b['billed_per_100_turns']:,.0f} | {ratio} |"
+        )
+    return rows
+
+
+def render_billing(report: dict[str, Any]) -> list[str]:
+    """The billed-input table (and the headroom sweep, when run), prices stated above it."""
+    prices = ", ".join(f"{k.replace('_', ' ')} {v:g}x" for k, v in PRICES.items())
+    head = (
+        "| cached share | cache read /100 turns | cache write /100 turns | sum input /100 turns "
+        "| sum output /100 turns | billed /100 turns | vs langchain |"
+    )
+    lines = [
+        f"Billed input under prompt caching, in base-input-price tokens per 100 turns ({prices}; "
+        "cached: the common prefix with the thread's previous call).",
+        "",
+        "| workload | system " + head,
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for workload, systems in report["replay"].items():
+        anchor = systems.get("langchain", {}).get("billing", {}).get("billed_per_100_turns")
+        lines += [f"| {workload} | {row}" for row in _billing_rows(systems, anchor)]
+    if report.get("headroom"):
+        lines += [
+            "",
+            "This package with other `headroom_ratio` values (replay only, same settings).",
+            "",
+            "| workload | headroom_ratio " + head,
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for workload, variants in report["headroom"].items():
+            anchor = report["replay"][workload]["langchain"]["billing"]["billed_per_100_turns"]
+            lines += [f"| {workload} | {row}" for row in _billing_rows(variants, anchor)]
+    return lines
 
 
 def plot(report: dict[str, Any], replays: dict[str, dict[str, Replay]], path: Path) -> bool:
@@ -579,12 +663,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=HERE / "results", help="results folder")
     parser.add_argument("--timed", type=int, default=None, help="timed calls per growth size")
+    parser.add_argument("--no-growth", action="store_true", help="replays only (billing, tokens)")
+    parser.add_argument(
+        "--headroom",
+        type=lambda text: [float(v) for v in text.split(",")],
+        default=[],
+        help="also replay this package with these headroom_ratio values, e.g. 0.5,0.6,0.75",
+    )
+    parser.add_argument("--trigger", type=int, default=None, help="one tokens trigger for all")
+    parser.add_argument("--keep", type=int, default=None, help="one keep (messages) for all")
     args = parser.parse_args(argv)
     started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H%M%SZ")
     sizes = (100, 1_000) if args.quick else SIZES
     timed = args.timed or (3 if args.quick else 30)
-    workloads = load_workloads(args.quick)
+    workloads = [
+        Workload(
+            w.name,
+            w.threads,
+            trigger=args.trigger or w.trigger,
+            keep=args.keep or w.keep,
+        )
+        for w in load_workloads(args.quick)
+    ]
     replays: dict[str, dict[str, Replay]] = {}
+    variants: dict[str, dict[str, Replay]] = {}
     grow: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="compaction-compare-") as tmp:
         store = SummaryStore(f"sqlite:///{Path(tmp) / 'summaries.db'}")
@@ -600,7 +702,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                         f"replay {workload.name}: {system}: {r.turns} turns, "
                         f"{r.summary_calls} summary calls in {time.perf_counter() - begun:.1f} s"
                     )
-                if args.quick and workload is not workloads[0]:
+                variants[workload.name] = {}
+                for headroom in args.headroom:
+                    _progress(f"replay {workload.name}: compaction headroom {headroom:g} ...")
+                    variants[workload.name][f"{headroom:g}"] = replay(
+                        f"compaction@{headroom:g}",
+                        workload,
+                        store,
+                        started,
+                        lambda w, st, th, h=headroom: Compaction(w, st, th, headroom=h),
+                    )
+                if args.no_growth or (args.quick and workload is not workloads[0]):
                     continue  # the smoke run grows the first workload only
                 warm_calls = 20 if args.quick else WARM_CALLS
                 samples = growth(workload, store, sizes, timed, started, warm_calls)
@@ -631,6 +743,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "replay": {
             w: {s: summarize_replay(r) for s, r in per.items()} for w, per in replays.items()
         },
+        "headroom": {
+            w: {h: summarize_replay(r) for h, r in per.items()}
+            for w, per in variants.items()
+            if per
+        },
         "growth": grow,
         "tokens": token_errors({w: per["compaction"] for w, per in replays.items()}),
     }
@@ -639,7 +756,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     markdown = render_markdown(report)
     stem.with_suffix(".md").write_text(markdown, encoding="utf-8")
     stem.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    if plot(report, replays, stem.with_suffix(".png")):
+    if grow and plot(report, replays, stem.with_suffix(".png")):
         _progress(f"plot: {stem.with_suffix('.png')}")
     _progress(f"results: {stem}.md and .json")
     print(markdown)

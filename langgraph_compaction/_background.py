@@ -23,7 +23,8 @@ from ._effects import Effect, Start, Step, adrive, drive, latest_summaries, perf
 from ._jobs import Event, Job
 from ._pipeline import Pipeline
 from ._settings import emit
-from ._summaries import find_matching_summaries
+from ._summaries import compressed_context, find_matching_summaries, rescued_positions
+from ._thresholds import find_keep_start
 from .nodes.partition import plan_partition
 from .nodes.summarize import summarize
 from .store import SummaryRecord
@@ -46,10 +47,67 @@ def precompact_step(
     # room for them, so the prepared summary lands where one made then would.
     config = pipe.settings.config
     headroom = max(config.headroom_ratio - (1 - (config.precompact_ratio or 1)), 0.1)
-    plan = plan_partition(pipe, measured, in_use, headroom)
+    plan = plan_partition(
+        pipe, measured, in_use, headroom, keep_start_at_trigger(pipe, measured, in_use)
+    )
     if plan is None:
         return None
     return (yield from summarize(pipe, measured, Decision(state, newest, plan)))
+
+
+ARRIVAL_SHARE = 0.5
+"""Share of the predicted arrivals a prepared summary counts on (a large tool result may fire
+the trigger sooner than the thread's average message size suggests)."""
+
+
+def arriving_messages(pipe: Pipeline, measured: Measured, in_use: SummaryRecord | None) -> int:
+    """Messages expected to arrive before a trigger fires, from the thread's mean message size."""
+    messages, scan, settings = measured.messages, measured.scan, pipe.settings
+    start = in_use.covered_messages if in_use else measured.lead
+    if in_use is None:
+        tokens, count = measured.tokens_before, len(messages)
+    else:
+        summary_tokens = pipe.memory.summary_message(in_use, settings.recall_tool)[1]
+        rescued = rescued_positions(pipe, in_use, messages)
+        tokens, count, _ = compressed_context(pipe, measured, start, rescued, summary_tokens)
+    recent = len(messages) - start
+    if recent <= 0:
+        return 0
+    mean = scan.tokens_between(start, len(messages)) * (measured.ratio or 1.0) / recent
+    arrivals: list[float] = []
+    for threshold in settings.thresholds:
+        if threshold.kind == "tokens":
+            arrivals.append((threshold.limit - tokens) / max(mean, 1.0))
+        elif threshold.kind == "messages":
+            arrivals.append(threshold.limit - count)
+        else:  # messages outside the keep window: each arrival pushes one out
+            arrivals.append(0)
+    return max(int(min(arrivals, default=0) * ARRIVAL_SHARE), 0)
+
+
+def keep_start_at_trigger(pipe: Pipeline, measured: Measured, in_use: SummaryRecord | None) -> int:
+    """Where the keep window will start when the trigger fires, in today's history.
+
+    The prepared summary takes over only then, and by then the messages that have arrived
+    push today's oldest kept ones out of the window: a summary made at that moment would
+    evict them, so the prepared one does too (never past the newest message).
+    """
+    messages, scan, settings = measured.messages, measured.scan, pipe.settings
+    keep, lead, end = settings.config.keep, measured.lead, len(measured.messages)
+    now = find_keep_start(messages, scan, lead, keep, settings.window)
+    arriving = arriving_messages(pipe, measured, in_use)
+    if arriving <= 0:
+        return now
+    if keep.type == "messages":
+        return max(now, min(end, end + arriving - int(keep.value)))
+    limit = keep.value if keep.type == "tokens" else keep.value * (settings.window or 0)
+    start = in_use.covered_messages if in_use else lead
+    mean = scan.tokens_between(start, end) / max(end - start, 1)
+    left = limit - arriving * mean  # what of today's messages the window will still hold
+    index = now
+    while index < end and scan.tokens_between(index, end) > left:
+        index += 1
+    return index
 
 
 def _landed(measured: Measured, outcome: Outcome | None) -> list[Event]:

@@ -14,10 +14,14 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langgraph.graph.state import CompiledStateGraph
 
-from langgraph_compaction._state import CompactionInput
+from langgraph_compaction._state import CompactionInput, CompactionOutput, CompactionState
 
-__all__ = ["chat", "graph_input", "skill_read", "tool_batch"]
+__all__ = ["CompactionGraph", "chat", "graph_input", "skill_read", "tool_batch"]
+
+CompactionGraph = CompiledStateGraph[CompactionState, None, CompactionInput, CompactionOutput]
+"""What ``create_compaction_graph`` returns."""
 
 
 def graph_input(messages: Sequence[MessageLikeRepresentation]) -> CompactionInput:

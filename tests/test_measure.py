@@ -16,7 +16,7 @@ from langgraph_compaction import CompactionConfig, SummaryStore, create_compacti
 from langgraph_compaction._config import ContextSize, KeepSize
 from langgraph_compaction._exceptions import CompactionConfigError
 from langgraph_compaction._thresholds import find_keep_start, fired_triggers, resolve_thresholds
-from langgraph_compaction._tokens import HistoryIndex
+from langgraph_compaction._tokens import HistoryIndex, HistoryScan
 
 THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 
@@ -109,7 +109,7 @@ def test_window_comes_from_the_fallback_models_profile(tmp_path: Path) -> None:
     assert report.gauge.budget == 3800  # reserve_ratio 0.05, applied once
 
 
-def _scan(messages: list[BaseMessage]):  # type: ignore[no-untyped-def]
+def _scan(messages: list[BaseMessage]) -> HistoryScan:
     return HistoryIndex().scan(("ns", "t"), messages)
 
 

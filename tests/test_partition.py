@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conversations import chat, skill_read, tool_batch
+from conversations import CompactionGraph, chat, graph_input, skill_read, tool_batch
 from fakes import RecordingSummarizer
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -13,7 +13,9 @@ from langgraph_compaction._messages import ensure_tool_pairs, split_tool_units
 THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 
 
-def _graph(store: SummaryStore, summarizer: RecordingSummarizer, **config: object):  # type: ignore[no-untyped-def]
+def _graph(
+    store: SummaryStore, summarizer: RecordingSummarizer, **config: object
+) -> CompactionGraph:
     return create_compaction_graph(config, model=summarizer, store=store)
 
 
@@ -46,7 +48,7 @@ def test_the_cutoff_never_splits_an_ai_message_from_its_results(
             continue  # the model is never called with unanswered calls
         if end < len(messages) and isinstance(messages[end], ToolMessage):
             continue  # nor in the middle of a parallel batch
-        output = graph.invoke({"messages": messages[:end]}, THREAD)["llm_input_messages"]
+        output = graph.invoke(graph_input(messages[:end]), THREAD)["llm_input_messages"]
         assert ensure_tool_pairs(output)[1] == 0, f"pair broken at {end}"
     assert summarizer.call_count > 0
 
@@ -63,14 +65,14 @@ def test_the_latest_user_request_is_rescued(
         trigger={"type": "tokens", "value": 1000},
         keep={"type": "messages", "value": 4},
     )
-    result = graph.invoke({"messages": messages}, THREAD)
+    result = graph.invoke(graph_input(messages), THREAD)
     output, report = result["llm_input_messages"], result["compaction"]
     assert report.action == "summarized"
     assert report.rescued_count == 1
     assert _ids(output)[:3] == ["sys", f"compaction-summary-{report.summary_id}", "request"]
     assert "the one real request" not in summarizer.calls[0].transcript
     # reused: the same bytes on the next call
-    again = graph.invoke({"messages": messages}, THREAD)["llm_input_messages"]
+    again = graph.invoke(graph_input(messages), THREAD)["llm_input_messages"]
     assert again == output
 
 
@@ -86,11 +88,11 @@ def test_a_rescued_request_is_folded_in_once_a_newer_one_arrives(
         trigger={"type": "tokens", "value": 1000},
         keep={"type": "messages", "value": 4},
     )
-    graph.invoke({"messages": messages}, THREAD)
+    graph.invoke(graph_input(messages), THREAD)
     messages.append(HumanMessage("second request", id="second"))
     for step in range(15):
         messages += tool_batch(f"t{step}", 1)
-    output = graph.invoke({"messages": messages}, THREAD)["llm_input_messages"]
+    output = graph.invoke(graph_input(messages), THREAD)["llm_input_messages"]
     assert "first" not in _ids(output)
     assert "second" in _ids(output)
     assert "first request" in summarizer.calls[-1].transcript
@@ -113,7 +115,7 @@ def test_skill_files_are_rescued_within_their_budgets(
         keep={"type": "messages", "value": 4},
         preserve_recent_skill_count=2,
     )
-    result = graph.invoke({"messages": messages}, THREAD)
+    result = graph.invoke(graph_input(messages), THREAD)
     ids = _ids(result["llm_input_messages"])
     assert result["compaction"].action == "summarized"
     assert {"k0-skill-r", "k1-skill-r"} <= set(ids)
@@ -142,7 +144,7 @@ def test_skill_count_budget_keeps_the_newest(
         keep={"type": "messages", "value": 4},
         preserve_recent_skill_count=2,
     )
-    result = graph.invoke({"messages": messages}, THREAD)
+    result = graph.invoke(graph_input(messages), THREAD)
     assert result["compaction"].action == "summarized"
     ids = _ids(result["llm_input_messages"])
     assert [i for i in ids if i and i.endswith("skill-r")] == ["k2-skill-r", "k3-skill-r"]
@@ -158,13 +160,13 @@ def test_headroom_keeps_the_next_calls_from_summarizing_again(
         keep={"type": "messages", "value": 40},
     )
     messages = chat(40)
-    report = graph.invoke({"messages": messages}, THREAD)["compaction"]
+    report = graph.invoke(graph_input(messages), THREAD)["compaction"]
     assert report.action == "summarized"
     # keep asked for 40 messages, but they alone sit above 0.75 x trigger: the cutoff moved
     assert report.tokens_after < 0.75 * 2000
     actions = []
     for turn in range(3):
         messages = [*messages, HumanMessage(f"more {turn}", id=f"m{turn}")]
-        actions.append(graph.invoke({"messages": messages}, THREAD)["compaction"].action)
+        actions.append(graph.invoke(graph_input(messages), THREAD)["compaction"].action)
     assert actions == ["reused", "reused", "reused"]
     assert summarizer.call_count == 1

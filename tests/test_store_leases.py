@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
 from multiprocessing.context import ForkServerContext
+from multiprocessing.process import BaseProcess
 from uuid import uuid4
 
 import _store_workers as workers
@@ -155,7 +156,7 @@ def test_workers_racing_for_one_prefix_get_exactly_one_lease(
 
 def start_holder(
     context: ForkServerContext, store_url: str, p: str, lease_ttl: float, seconds: float
-) -> tuple[object, float]:
+) -> tuple[BaseProcess, float]:
     """A worker that holds ``p``'s lease; returns it and when it took the lease."""
     started = context.Event()
     holder = context.Process(
@@ -172,8 +173,8 @@ def test_a_killed_holders_lease_is_taken_over_after_lease_ttl(
     ttl = 1.5
     holder, _ = start_holder(forkserver, store_url, "killed", ttl, -1)
     time.sleep(ttl)  # the heartbeat has renewed it by now
-    holder.kill()  # type: ignore[attr-defined]
-    holder.join()  # type: ignore[attr-defined]
+    holder.kill()
+    holder.join()
     killed_at = time.monotonic()
     with SummaryStore(store_url, lease_ttl=ttl) as store:
         assert store.acquire_lease("t", "default", "killed") is None  # not expired yet
@@ -195,8 +196,8 @@ def test_a_live_holder_keeps_its_lease_beyond_lease_ttl(
         while time.monotonic() - taken_at < 2.0:  # over three times lease_ttl
             assert store.acquire_lease("t", "default", "live") is None
             time.sleep(0.1)
-        holder.join(TIMEOUT_S)  # type: ignore[attr-defined]
-        assert holder.exitcode == 0  # type: ignore[attr-defined]
+        holder.join(TIMEOUT_S)
+        assert holder.exitcode == 0
         lease = store.acquire_lease("t", "default", "live")  # released: free at once
         assert lease is not None
         store.release_lease(lease)

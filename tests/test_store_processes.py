@@ -21,7 +21,6 @@ from typing import Any
 
 import _store_workers as workers
 import pytest
-from _store_support import pg_schema
 
 from langgraph_compaction import SummaryStore
 from langgraph_compaction.store._inspect import main as cli
@@ -50,16 +49,6 @@ def forkserver() -> Iterator[ForkServerContext]:
         else:
             os.environ["PYTHONPATH"] = saved
     yield context
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty database: a new SQLite file, or a new PostgreSQL schema."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'store.db'}"
-    else:
-        with pg_schema("lgc_proc") as pg_url:
-            yield pg_url
 
 
 def run_workers(
@@ -109,9 +98,9 @@ def kill_when_started(context: ForkServerContext, body: Callable[..., Any], *arg
     assert process.exitcode == -9
 
 
-def assert_sound(url: str) -> None:
+def assert_sound(store_url: str) -> None:
     """The consistency check (SQLite: PRAGMA integrity_check too) finds nothing."""
-    with SummaryStore(url) as store:
+    with SummaryStore(store_url) as store:
         assert store.check_integrity() == []
 
 
@@ -119,15 +108,15 @@ def assert_sound(url: str) -> None:
 
 
 def test_workers_compacting_one_thread_at_once_store_one_lineage(
-    forkserver: ForkServerContext, url: str
+    forkserver: ForkServerContext, store_url: str
 ) -> None:
     turns = [30, 50, 70]  # each step evicts a new prefix: three summaries in all
     barrier = forkserver.Barrier(WORKERS)
-    jobs = [(url, "shared", turns, barrier, i % 2 == 1, 0.2) for i in range(WORKERS)]
+    jobs = [(store_url, "shared", turns, barrier, i % 2 == 1, 0.2) for i in range(WORKERS)]
 
     reports = run_workers(forkserver, workers.compact, jobs)
 
-    with SummaryStore(url) as store:
+    with SummaryStore(store_url) as store:
         rows = store.list_summaries("shared")
         assert store.check_integrity() == []
     assert [r.version for r in rows] == [1, 2, 3]
@@ -142,15 +131,15 @@ def test_workers_compacting_one_thread_at_once_store_one_lineage(
 
 
 def test_racing_add_summary_calls_keep_versions_and_prefixes_unique(
-    forkserver: ForkServerContext, url: str
+    forkserver: ForkServerContext, store_url: str
 ) -> None:
     count = 30
     barrier = forkserver.Barrier(WORKERS)
-    jobs = [(url, "raw", count, seed, barrier, seed % 2 == 1) for seed in range(WORKERS)]
+    jobs = [(store_url, "raw", count, seed, barrier, seed % 2 == 1) for seed in range(WORKERS)]
 
     got = run_workers(forkserver, workers.add_summaries, jobs)
 
-    with SummaryStore(url) as store:
+    with SummaryStore(store_url) as store:
         rows = store.list_summaries("raw")
         assert store.check_integrity() == []
     assert sorted(r.version for r in rows) == list(range(1, count + 1))
@@ -166,34 +155,36 @@ def test_racing_add_summary_calls_keep_versions_and_prefixes_unique(
 
 
 def test_processes_opening_a_new_database_at_once_create_it_once(
-    forkserver: ForkServerContext, url: str
+    forkserver: ForkServerContext, store_url: str
 ) -> None:
     barrier = forkserver.Barrier(WORKERS)
 
-    versions = run_workers(forkserver, workers.open_store, [(url, barrier)] * WORKERS)
+    versions = run_workers(forkserver, workers.open_store, [(store_url, barrier)] * WORKERS)
 
     assert versions == [str(SCHEMA_VERSION)] * WORKERS
-    assert_sound(url)
+    assert_sound(store_url)
 
 
 def test_a_failure_in_one_process_opens_the_breaker_in_another(
-    forkserver: ForkServerContext, url: str
+    forkserver: ForkServerContext, store_url: str
 ) -> None:
     # Process A fails twice (max_failures=2) on the same history; process B then finds the
     # breaker open in the store and does not call its summarizer, though it would succeed.
-    [a] = run_workers(forkserver, workers.compact, [(url, "t", [30, 30], None, False, 0.0, True)])
-    [b] = run_workers(forkserver, workers.compact, [(url, "t", [30], None, True)])
+    [a] = run_workers(
+        forkserver, workers.compact, [(store_url, "t", [30, 30], None, False, 0.0, True)]
+    )
+    [b] = run_workers(forkserver, workers.compact, [(store_url, "t", [30], None, True)])
 
     assert [r["action"] for r in a] == ["failed", "failed"]
     assert [r["calls"] for r in a] == [1, 1]
     assert (b[0]["action"], b[0]["calls"]) == ("failed", 0)
-    with SummaryStore(url) as store:
+    with SummaryStore(store_url) as store:
         state = store.thread_state("t", "default")
         assert state.consecutive_failures == 2
         assert state.last_error is not None and "summarizer down" in state.last_error
         assert store.list_summaries("t") == []
     # Twenty messages later the cooldown is over: B's next attempt summarizes and resets.
-    [c] = run_workers(forkserver, workers.compact, [(url, "t", [40], None, False)])
+    [c] = run_workers(forkserver, workers.compact, [(store_url, "t", [40], None, False)])
     assert (c[0]["action"], c[0]["calls"]) == ("summarized", 1)
 
 
@@ -202,29 +193,29 @@ def test_a_failure_in_one_process_opens_the_breaker_in_another(
 
 @pytest.mark.parametrize("where", ["call", "insert"])
 def test_a_worker_killed_while_compacting_leaves_a_sound_store_that_serves(
-    forkserver: ForkServerContext, url: str, where: str
+    forkserver: ForkServerContext, store_url: str, where: str
 ) -> None:
-    kill_when_started(forkserver, workers.compact_and_hang, url, "t", where)
+    kill_when_started(forkserver, workers.compact_and_hang, store_url, "t", where)
 
-    assert_sound(url)
-    with SummaryStore(url) as store:
+    assert_sound(store_url)
+    with SummaryStore(store_url) as store:
         assert store.list_summaries("t") == []  # nothing partial, nothing uncommitted
         assert store.thread_state("t", "default").consecutive_failures == 0
     # The next run (another process) compacts as if nothing had happened.
-    [after] = run_workers(forkserver, workers.compact, [(url, "t", [30], None, False)])
+    [after] = run_workers(forkserver, workers.compact, [(store_url, "t", [30], None, False)])
     assert (after[0]["action"], after[0]["summary_version"]) == ("summarized", 1)
-    assert_sound(url)
+    assert_sound(store_url)
 
 
 def test_workers_killed_at_random_points_of_an_insert_loop(
-    forkserver: ForkServerContext, url: str
+    forkserver: ForkServerContext, store_url: str
 ) -> None:
     retention = 4
     rng = random.Random(20240601)
     for _ in range(4):
         started = forkserver.Event()
         process = forkserver.Process(
-            target=workers.add_summaries_until_killed, args=(url, "loop", started, retention)
+            target=workers.add_summaries_until_killed, args=(store_url, "loop", started, retention)
         )
         process.start()
         assert started.wait(timeout=TIMEOUT_S)
@@ -235,7 +226,7 @@ def test_workers_killed_at_random_points_of_an_insert_loop(
             process.join(timeout=TIMEOUT_S)
         assert process.exitcode == -9
 
-        with SummaryStore(url) as store:
+        with SummaryStore(store_url) as store:
             assert store.check_integrity() == []
             rows = store.list_summaries("loop")
         versions = [r.version for r in rows]
@@ -245,7 +236,7 @@ def test_workers_killed_at_random_points_of_an_insert_loop(
         assert all(r.summary == workers.summary_text(r.version) for r in rows)
         assert all(r.prefix_hash == f"prefix-{r.version}" for r in rows)
         assert [r.parent_id for r in rows[1:]] == [r.id for r in rows[:-1]]
-    assert cli(["check", "--url", url]) == 0
+    assert cli(["check", "--url", store_url]) == 0
 
 
 def test_run_and_report_passes_a_worker_error_on() -> None:

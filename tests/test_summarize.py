@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, cast
 
 import pytest
-from conversations import chat, graph_input
+from conversations import CompactionGraph, chat, graph_input
 from fakes import RecordingSummarizer
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import RunnableBinding, RunnableConfig
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
 from langgraph_compaction._chunks import plan_chunks
@@ -19,7 +21,9 @@ THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 SMALL = {"trigger": {"type": "tokens", "value": 2000}, "keep": {"type": "messages", "value": 6}}
 
 
-def _graph(store: SummaryStore, summarizer: RecordingSummarizer | None, **overrides: object):  # type: ignore[no-untyped-def]
+def _graph(
+    store: SummaryStore, summarizer: RecordingSummarizer | None, **overrides: object
+) -> CompactionGraph:
     return create_compaction_graph({**SMALL, **overrides}, model=summarizer, store=store)
 
 
@@ -28,7 +32,7 @@ def test_first_summary_uses_the_checkpoint_prompt_then_updates_incrementally(
 ) -> None:
     graph = _graph(store, summarizer)
     messages = chat(20)
-    first = graph.invoke({"messages": messages}, THREAD)["compaction"]
+    first = graph.invoke(graph_input(messages), THREAD)["compaction"]
     prompt = summarizer.calls[0].prompt
     for section in (
         "Goal",
@@ -41,7 +45,7 @@ def test_first_summary_uses_the_checkpoint_prompt_then_updates_incrementally(
         assert section in prompt
     assert prompt.rstrip().endswith("Reply with the summary only.")  # instruction after transcript
     messages = messages + chat(30, system=False, prefix="late")
-    second = graph.invoke({"messages": messages}, THREAD)["compaction"]
+    second = graph.invoke(graph_input(messages), THREAD)["compaction"]
     assert second.action == "summarized" and second.summary_version == 2
     update = summarizer.calls[1]
     first_text = store.list_summaries("t")[0].summary
@@ -59,7 +63,7 @@ def test_summary_message_format_and_stable_bytes(
 ) -> None:
     graph = _graph(store, summarizer)
     messages = chat(20)
-    output = graph.invoke({"messages": messages}, THREAD)["llm_input_messages"]
+    output = graph.invoke(graph_input(messages), THREAD)["llm_input_messages"]
     summary = output[1]
     record = store.list_summaries("t")[0]
     assert isinstance(summary, HumanMessage)
@@ -69,7 +73,7 @@ def test_summary_message_format_and_stable_bytes(
     assert summary.id == f"compaction-summary-{record.id}"
     # a brand-new graph (another process) builds the same bytes from the stored row
     other = _graph(SummaryStore(store.url), RecordingSummarizer())
-    again = other.invoke({"messages": [m.model_copy(deep=True) for m in messages]}, THREAD)
+    again = other.invoke(graph_input([m.model_copy(deep=True) for m in messages]), THREAD)
     assert again["compaction"].action == "reused"
     assert [m.model_dump_json() for m in again["llm_input_messages"]] == [
         m.model_dump_json() for m in output
@@ -151,7 +155,7 @@ def test_the_call_is_capped_and_hidden_from_parent_streams(
     store: SummaryStore, summarizer: RecordingSummarizer
 ) -> None:
     _graph(store, summarizer, max_summary_tokens=321, parameters={"temperature": 0.1}).invoke(
-        {"messages": chat(20)}, THREAD
+        graph_input(chat(20)), THREAD
     )
     call = summarizer.calls[0]
     assert call.max_tokens == 321
@@ -166,7 +170,7 @@ def test_a_long_eviction_is_summarized_in_chunks_none_unseen(
     graph = _graph(
         store, summarizer, trigger={"type": "tokens", "value": 4000}, trim_tokens_to_summarize=500
     )
-    report = graph.invoke({"messages": messages}, THREAD)["compaction"]
+    report = graph.invoke(graph_input(messages), THREAD)["compaction"]
     assert report.summary_calls == summarizer.call_count > 2
     seen = "\n".join(call.transcript for call in summarizer.calls)
     evicted = messages[1 : 1 + report.summarized_messages]
@@ -229,7 +233,7 @@ def test_the_report_counts_what_went_over_the_trim_bound(
         trim_tokens_to_summarize=100,
         max_summary_chunks=2,
     )
-    report = graph.invoke({"messages": messages}, THREAD)["compaction"]
+    report = graph.invoke(graph_input(messages), THREAD)["compaction"]
     assert report.action == "summarized"
     assert report.summary_calls == summarizer.call_count == 2
     assert report.over_trim_count > 0
@@ -247,17 +251,18 @@ def test_a_failed_summary_stores_nothing_and_the_call_still_fits(
 ) -> None:
     graph = _graph(store, broken, context_window=3000, trigger=None)
     messages = chat(40)
-    events: list[dict[str, object]] = []
-    for mode, chunk in graph.stream(
-        {"messages": messages}, THREAD, stream_mode=["custom", "values"]
-    ):
+    events: list[dict[str, Any]] = []
+    result: dict[str, Any] = {}
+    stream = graph.stream(graph_input(messages), THREAD, stream_mode=["custom", "values"])
+    # With a list of modes it yields (mode, chunk) pairs; langgraph types them as chunks.
+    for mode, chunk in cast(Iterator[tuple[str, Any]], stream):
         if mode == "custom":
             events.append(chunk)
         else:
             result = chunk
     report = result["compaction"]
     assert report.action == "failed" and report.error
-    assert report.tokens_after <= report.gauge.budget
+    assert report.gauge.budget is not None and report.tokens_after <= report.gauge.budget
     assert report.dropped_count > 0
     assert result["llm_input_messages"][-1] == messages[-1]
     assert store.list_summaries("t") == []
@@ -278,10 +283,10 @@ def test_the_fallback_model_is_tried_once(store: SummaryStore) -> None:
 def test_a_failure_falls_back_to_the_newest_matching_summary(store: SummaryStore) -> None:
     working = RecordingSummarizer()
     messages = chat(20)
-    _graph(store, working).invoke({"messages": messages}, THREAD)
+    _graph(store, working).invoke(graph_input(messages), THREAD)
     messages = messages + chat(15, system=False, prefix="late")
     broken = RecordingSummarizer(fail_with=RuntimeError("down"))
-    result = _graph(store, broken).invoke({"messages": messages}, THREAD)
+    result = _graph(store, broken).invoke(graph_input(messages), THREAD)
     report = result["compaction"]
     assert report.action == "failed"
     assert report.summary_version == 1
@@ -297,7 +302,7 @@ def test_circuit_breaker_is_half_open(store: SummaryStore) -> None:
     for turn in range(12):
         messages = [*messages, HumanMessage(f"turn {turn}", id=f"turn{turn}")]
         before = broken.call_count
-        assert graph.invoke({"messages": messages}, THREAD)["compaction"].action == "failed"
+        assert graph.invoke(graph_input(messages), THREAD)["compaction"].action == "failed"
         attempts.append(broken.call_count - before)
     # two failures open the breaker; after 4 new messages one attempt, which fails again
     assert attempts == [1, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0]
@@ -308,9 +313,9 @@ def test_a_success_resets_the_failure_count(store: SummaryStore) -> None:
     flaky = RecordingSummarizer(fail_with=RuntimeError("down"), fail_times=1)
     graph = _graph(store, flaky)
     messages = chat(20)
-    assert graph.invoke({"messages": messages}, THREAD)["compaction"].action == "failed"
+    assert graph.invoke(graph_input(messages), THREAD)["compaction"].action == "failed"
     messages = [*messages, HumanMessage("again", id="again")]
-    assert graph.invoke({"messages": messages}, THREAD)["compaction"].action == "summarized"
+    assert graph.invoke(graph_input(messages), THREAD)["compaction"].action == "summarized"
     assert store.thread_state("t", "default").consecutive_failures == 0
 
 
@@ -319,10 +324,10 @@ def test_an_edited_history_gets_a_fresh_summary(
 ) -> None:
     graph = _graph(store, summarizer)
     messages = chat(20)
-    graph.invoke({"messages": messages}, THREAD)
+    graph.invoke(graph_input(messages), THREAD)
     edited = list(messages)
     edited[3] = edited[3].model_copy(update={"content": "EDITED question"})
-    result = graph.invoke({"messages": edited}, THREAD)
+    result = graph.invoke(graph_input(edited), THREAD)
     assert result["compaction"].action == "summarized"
     assert "EDITED question" in summarizer.calls[-1].transcript
     records = store.list_summaries("t")
@@ -334,17 +339,17 @@ def test_threads_and_namespaces_are_separate(
     store: SummaryStore, summarizer: RecordingSummarizer
 ) -> None:
     messages = chat(20)
-    _graph(store, summarizer).invoke({"messages": messages}, THREAD)
+    _graph(store, summarizer).invoke(graph_input(messages), THREAD)
     other = create_compaction_graph(SMALL, model=summarizer, store=store, namespace="other-agent")
     assert other.invoke(graph_input(messages), THREAD)["compaction"].action == "summarized"
     second = _graph(store, summarizer).invoke(
-        {"messages": messages}, {"configurable": {"thread_id": "u"}}
+        graph_input(messages), {"configurable": {"thread_id": "u"}}
     )
     assert second["compaction"].action == "summarized"
     assert summarizer.call_count == 3
 
 
-async def test_sync_and_async_give_the_same_inputs(tmp_path) -> None:  # type: ignore[no-untyped-def]
+async def test_sync_and_async_give_the_same_inputs(tmp_path: Path) -> None:
     import asyncio
 
     sync_store = SummaryStore(f"sqlite:///{tmp_path / 'sync.db'}")
@@ -355,8 +360,8 @@ async def test_sync_and_async_give_the_same_inputs(tmp_path) -> None:  # type: i
     for turn in range(40):
         messages = [*messages, HumanMessage(f"q{turn} " + "z" * 400, id=f"q{turn}")]
         # the sync path runs off the loop, as a sync graph under an async server would
-        sync_result = await asyncio.to_thread(sync_graph.invoke, {"messages": messages}, THREAD)
-        async_result = await async_graph.ainvoke({"messages": messages}, THREAD)
+        sync_result = await asyncio.to_thread(sync_graph.invoke, graph_input(messages), THREAD)
+        async_result = await async_graph.ainvoke(graph_input(messages), THREAD)
         assert sync_result["compaction"].action == async_result["compaction"].action
         sync_input = [(m.type, m.content) for m in sync_result["llm_input_messages"]]
         async_input = [(m.type, m.content) for m in async_result["llm_input_messages"]]
@@ -375,10 +380,14 @@ def test_a_compatible_server_gets_the_cap_it_reads(monkeypatch: pytest.MonkeyPat
 
     config = CompactionConfig(max_summary_tokens=77, parameters={"extra_body": {"top_k": 5}})
     local = ChatOpenAI(model="m", base_url="http://127.0.0.1:9/v1", api_key="unused")
-    kwargs = bind_summarizer(local, config).kwargs  # type: ignore[attr-defined]
+    binding = bind_summarizer(local, config)
+    assert isinstance(binding, RunnableBinding)
+    kwargs = binding.kwargs
     assert kwargs["max_tokens"] == 77
     assert kwargs["extra_body"] == {"top_k": 5, "max_tokens": 77}
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("OPENAI_API_BASE", raising=False)
     hosted = ChatOpenAI(model="m", api_key="unused")
-    assert bind_summarizer(hosted, config).kwargs["extra_body"] == {"top_k": 5}  # type: ignore[attr-defined]
+    hosted_binding = bind_summarizer(hosted, config)
+    assert isinstance(hosted_binding, RunnableBinding)
+    assert hosted_binding.kwargs["extra_body"] == {"top_k": 5}

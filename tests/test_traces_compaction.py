@@ -125,7 +125,10 @@ def _check_output(
             assert isinstance(message, ToolMessage) and report.shortened_count > 0, where
         assert message.type == messages[k].type, where
         if isinstance(message, AIMessage):
-            assert message.tool_calls == messages[k].tool_calls, where  # type: ignore[attr-defined]
+            original = messages[k]
+            assert isinstance(original, AIMessage) and message.tool_calls == original.tool_calls, (
+                where
+            )
 
     # Everything after the summary's boundary is there; before it, only what was rescued.
     boundary = lead + report.summarized_messages

@@ -116,11 +116,13 @@ def plan_partition(
     measured: Measured,
     previous: SummaryRecord | None,
     headroom: float | None = None,
+    keep_start: int | None = None,
 ) -> Partition | None:
     """Choose the new cutoff and what is rescued; None when nothing more can be evicted.
 
-    ``headroom`` overrides ``headroom_ratio``: a summary prepared ahead of time leaves room
-    for the turns that still come before the trigger fires.
+    ``headroom`` overrides ``headroom_ratio`` and ``keep_start`` where the keep window
+    starts: a summary prepared ahead of time leaves room for the turns that still come
+    before the trigger fires, and evicts what the keep window will have left by then.
     """
     settings = pipe.settings
     messages, scan, config = measured.messages, measured.scan, settings.config
@@ -130,7 +132,8 @@ def plan_partition(
     units = split_tool_units(messages, start)
     if len(units) < 2:
         return None
-    keep_start = find_keep_start(messages, scan, measured.lead, config.keep, settings.window)
+    if keep_start is None:
+        keep_start = find_keep_start(messages, scan, measured.lead, config.keep, settings.window)
     candidates = [first for first, _ in units[1:] if first >= keep_start] or [units[-1][0]]
     previous_rescued = rescued_positions(pipe, previous, messages) if previous else ()
     summary_tokens = (
