@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import gc
 import json
 import statistics
@@ -710,7 +711,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         workload,
                         store,
                         started,
-                        lambda w, st, th, h=headroom: Compaction(w, st, th, headroom=h),
+                        functools.partial(Compaction, headroom=headroom),
                     )
                 if args.no_growth or (args.quick and workload is not workloads[0]):
                     continue  # the smoke run grows the first workload only

@@ -164,7 +164,7 @@ def replay(
     turns = covered = 0
     groups: dict[str, Tally] = {}
     planner = _background.keep_start_at_trigger
-    _background.keep_start_at_trigger = plan_cutoff_now if now else planner  # type: ignore[assignment]
+    _background.keep_start_at_trigger = plan_cutoff_now if now else planner
     try:
         with tempfile.TemporaryDirectory(prefix="compaction-precompact-") as tmp:
             store = SummaryStore(f"sqlite:///{Path(tmp) / 'summaries.db'}")
@@ -204,7 +204,7 @@ def replay(
                 groups.setdefault(name.split()[0], Tally()).add(tally)
             store.close()
     finally:
-        _background.keep_start_at_trigger = planner  # type: ignore[assignment]
+        _background.keep_start_at_trigger = planner
     print(file=sys.stderr)
     calls, tokens = summarizer.calls, summarizer.input_tokens
     return ModeResult(mode, added, calls, tokens, turns, covered, groups)
