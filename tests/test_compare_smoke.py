@@ -41,7 +41,11 @@ def test_compare_quick_writes_table_and_json(tmp_path: Path) -> None:
         ours = systems["compaction"]
         assert ours["history_kept"] is True
         assert ours["violation_turns"] == 0
+        billing = ours["billing"]
+        assert 0 <= billing["cached_share"] <= 1
+        assert billing["billed_per_100_turns"] > 0
     assert set(report["growth"]["tau"]) == {"100", "1000"}
     assert report["tokens"]["tau"]["calibrated"]["p95"] >= 0
     assert "| workload | system | turns |" in done.stdout
+    assert "Billed input under prompt caching" in done.stdout
     assert result.with_suffix(".md").is_file()
