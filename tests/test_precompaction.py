@@ -9,13 +9,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conversations import chat
+from conversations import chat, graph_input
 from fakes import RecordingSummarizer
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
 
-THREAD = {"configurable": {"thread_id": "t"}}
+THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 SLOW = 1.05  # seconds per summary call: longer than any pause between turns
 PAUSE = 0.35  # the agent's own model call between two compaction calls
 CONFIG = {
@@ -54,7 +55,7 @@ def test_sync_turns_never_wait_for_a_summary(store: SummaryStore) -> None:
     for turn in range(30):
         messages = _turn(messages, turn)
         started = time.perf_counter()
-        report = graph.invoke({"messages": messages}, THREAD)["compaction"]
+        report = graph.invoke(graph_input(messages), THREAD)["compaction"]
         durations.append(time.perf_counter() - started)
         actions.append(report.action)
         time.sleep(PAUSE)
@@ -71,7 +72,7 @@ async def test_async_turns_never_wait_inside_one_event_loop(store: SummaryStore)
     for turn in range(30):
         messages = _turn(messages, turn)
         started = time.perf_counter()
-        report = (await graph.ainvoke({"messages": messages}, THREAD))["compaction"]
+        report = (await graph.ainvoke(graph_input(messages), THREAD))["compaction"]
         durations.append(time.perf_counter() - started)
         actions.append(report.action)
         await asyncio.sleep(PAUSE)
@@ -90,7 +91,7 @@ def test_fast_turns_wait_for_the_running_job_instead_of_a_second_summary(
     actions = []
     for turn in range(16):  # no pause: the trigger fires while the job still runs
         messages = _reply(_turn(messages, turn), turn)
-        actions.append(graph.invoke({"messages": messages}, THREAD)["compaction"].action)
+        actions.append(graph.invoke(graph_input(messages), THREAD)["compaction"].action)
     time.sleep(SLOW * 1.5)  # let the last background job land
     records = store.list_summaries("t")
     assert "reused" in actions
@@ -106,7 +107,7 @@ def test_events_say_when_a_summary_runs_in_the_background_and_when_it_lands(
     events: list[dict[str, Any]] = []
     for turn in range(12):
         messages = _reply(_turn(messages, turn), turn)
-        for chunk in graph.stream({"messages": messages}, THREAD, stream_mode="custom"):
+        for chunk in graph.stream(graph_input(messages), THREAD, stream_mode="custom"):
             events.append(chunk)
         time.sleep(0.3)
     kinds = [(e["type"], e.get("background")) for e in events]
@@ -126,12 +127,12 @@ def test_a_summary_prepared_by_one_worker_is_reused_by_another(tmp_path: Path) -
     turn = 0
     while first.call_count == 0:  # worker A serves the thread until it starts preparing
         messages = _reply(_turn(messages, turn), turn)
-        worker_a.invoke({"messages": messages}, THREAD)
+        worker_a.invoke(graph_input(messages), THREAD)
         turn += 1
     time.sleep(0.6)  # the job lands
     for later in range(turn, turn + 10):  # worker B serves the rest, past the trigger
         messages = _reply(_turn(messages, later), later)
-        report = worker_b.invoke({"messages": messages}, THREAD)["compaction"]
+        report = worker_b.invoke(graph_input(messages), THREAD)["compaction"]
     assert report.action == "reused"
     assert second.call_count == 0 or store_versions(url) > 1
     assert report.summary_id in {r.id for r in SummaryStore(url).list_summaries("t")}
@@ -149,7 +150,7 @@ def test_a_failed_background_summary_stores_nothing_and_counts_as_a_failure(
     messages: list[BaseMessage] = chat(1)
     for turn in range(9):
         messages = _reply(_turn(messages, turn), turn)
-        graph.invoke({"messages": messages}, THREAD)
+        graph.invoke(graph_input(messages), THREAD)
         time.sleep(0.05)
     deadline = time.monotonic() + 5
     while store.thread_state("t", "default").consecutive_failures == 0:
