@@ -320,7 +320,7 @@ async def test_sqlite_columns_are_plain_readable_values(sqlite_backend: Backend)
 
     def read_raw() -> tuple[str, str, str]:
         with raw_sqlite(path) as raw:
-            row = raw.execute(
+            row: tuple[str, str, str] = raw.execute(  # sqlite3 rows are untyped
                 "SELECT created_at, rescued_message_ids, kind FROM compaction_summaries"
             ).fetchone()
             assert raw.execute("SELECT value FROM compaction_meta").fetchall() == [
@@ -328,7 +328,7 @@ async def test_sqlite_columns_are_plain_readable_values(sqlite_backend: Backend)
             ]
             with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
                 raw.execute("UPDATE compaction_summaries SET kind = 'final'")
-            return row  # type: ignore[no-any-return]
+            return row
 
     created, ids, kind = await asyncio.to_thread(read_raw)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00", created)
