@@ -3,7 +3,7 @@
 SQLite: an FTS5 external-content table, ``compaction_messages_fts``, kept in step with the
 table by three triggers, Porter stemming, bm25 ranking. PostgreSQL: a generated ``tsvector``
 column, ``search_vector`` (``english`` configuration: stemming and stop words), under a GIN
-index, ranked with ``ts_rank_cd``. Neither is in the SQLAlchemy metadata (it cannot declare
+index, ranked with ``ts_rank``. Neither is in the SQLAlchemy metadata (it cannot declare
 them portably): :func:`create_fulltext` adds them after the table, in ``create_all`` and in
 migration 0004 alike. Changing any statement here needs a new migration.
 
@@ -39,8 +39,8 @@ _FTS_COLUMNS = "thread_id, text, previous_text, next_text, session_date"
 SQLITE_WEIGHTS = (0.0, 1.0, 0.5, 0.3, 0.6)
 """bm25 weights of the FTS5 columns above, measured on LoCoMo (benchmarks/recall.py)."""
 
-POSTGRES_WEIGHTS = "{0.6, 0.3, 0.5, 1.0}"
-"""ts_rank_cd weights of labels D (session date), C (next), B (previous), A (the text)."""
+POSTGRES_WEIGHTS = "{1.0, 0.3, 0.5, 1.0}"
+"""ts_rank weights of labels D (session date), C (next), B (previous), A (the text)."""
 
 _SQLITE = (
     f"CREATE VIRTUAL TABLE {FTS_TABLE} USING fts5({_FTS_COLUMNS}, "
