@@ -3,19 +3,25 @@
 Run through ``python benchmarks/recall.py --study``. Each variant indexes every turn of each
 conversation (no compaction, no session header messages) in an in-memory FTS5 table and
 searches every question of categories 1-4 with its words, stop words removed (OR of
-terms); recall@k as in ``recall.py``. What the store ships is the last line.
+terms); recall@k as in ``recall.py``. That table led to the store's columns and weights.
+
+Then :func:`pipeline_study`: the conversations replayed through the real pipeline into a
+SQLite store once, and the store's own search run with one of its second-pass knobs turned
+off at a time (``_search`` module constants), to show what each is worth.
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
+import tempfile
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from langgraph_compaction.store._fulltext import query_terms
 
-__all__ = ["VARIANTS", "study"]
+__all__ = ["VARIANTS", "pipeline_study", "study"]
 
 VARIANTS: list[tuple[str, dict[str, Any]]] = [
     ("plain bm25, stop words removed", {}),
@@ -105,3 +111,60 @@ def study(conversations: list[dict[str, Any]]) -> None:
         cells = [f"{r[1] / r[0]:.2f} / {r[2] / r[0]:.2f}" for _, r in sorted(totals.items())]
         n, at5, at10 = (sum(r[i] for r in totals.values()) for i in range(3))
         print(f"| {label} | {' | '.join(cells)} | {at5 / n:.3f} | {at10 / n:.3f} |", flush=True)
+
+
+def _knobs(**values: Any) -> Callable[[], None]:
+    """Set ``_search`` constants (the statements are rebuilt); returns the undo."""
+    from langgraph_compaction.store import _search
+
+    old = {name: getattr(_search, name) for name in values}
+
+    def apply(settings: dict[str, Any]) -> None:
+        for name, value in settings.items():
+            setattr(_search, name, value)
+        _search._BOOST = (
+            f"(CASE WHEN lower(m.name) IN :names THEN {_search.NAME_BOOST} ELSE 1.0 END)"
+        )
+        _search._sqlite_search.cache_clear()
+        _search._postgres_search.cache_clear()
+
+    apply(values)
+    return lambda: apply(old)
+
+
+PIPELINE_VARIANTS: list[tuple[str, dict[str, Any]]] = [
+    ("shipped", {}),
+    ("without word coverage (COVERAGE 0)", {"COVERAGE": 0.0}),
+    ("without the when preference", {"_WHEN_BOOST": 1.0}),
+    ("names searched as words, no boost", {"_names_in": lambda conn, scope, terms: []}),
+    ("name boost x1.8 instead of x2.2", {"NAME_BOOST": 1.8}),
+    ("coverage 1.0 instead of 0.5", {"COVERAGE": 1.0}),
+]
+
+
+def _replayed(store: Any, thread: str, history: Any) -> int:
+    """The replay already in the store: how many messages its last summary covers."""
+    latest = store.latest_summaries(thread, namespace="bench", limit=1)
+    return int(latest[0].covered_messages) if latest else 0
+
+
+def pipeline_study(
+    conversations: list[dict[str, Any]], measure: Callable[..., dict[int, list[float]]]
+) -> None:
+    """The store's search with one knob changed at a time, on a pipeline replay."""
+    from langgraph_compaction import SummaryStore
+
+    print("\n| pipeline replay, SQLite | 1 | 2 | 3 | 4 | all @5 | all @10 |")
+    print("| --- | --- | --- | --- | --- | ---: | ---: |")
+    with tempfile.TemporaryDirectory() as folder:
+        url = f"sqlite:///{folder}/study.db"
+        for n, (label, knobs) in enumerate(PIPELINE_VARIANTS):
+            undo = _knobs(**knobs)
+            try:
+                with SummaryStore(url) as store:
+                    totals = measure(store, conversations, None if n == 0 else _replayed)
+            finally:
+                undo()
+            cells = [f"{r[1] / r[0]:.2f} / {r[2] / r[0]:.2f}" for _, r in sorted(totals.items())]
+            n, at5, at10 = (sum(r[i] for r in totals.values()) for i in range(3))
+            print(f"| {label} | {' | '.join(cells)} | {at5 / n:.3f} | {at10 / n:.3f} |", flush=True)
