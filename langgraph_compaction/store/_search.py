@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, text, update
+from sqlalchemy import Connection, bindparam, func, select, text, update
 
 from langgraph_compaction.store._fulltext import (
     FTS_TABLE,
@@ -150,7 +150,12 @@ def search_messages(
     content = [term for term in terms if term not in names] or terms
     params: dict[str, Any] = {**scope, "names": names or [""], "fetch": limit + _SPARE}
     if conn.dialect.name == "postgresql":
-        statement = _postgres_search(len(content))
+        span = conn.scalar(
+            select(func.max(_M.position) - func.min(_M.position) + 1).where(
+                _M.thread_id == thread_id, _M.namespace == namespace
+            )
+        )
+        statement = _postgres_search(len(content), thread_first=(span or 0) <= _THREAD_SCAN)
         params.update({f"t{i}": term for i, term in enumerate(content)})
         rows = conn.execute(statement, {**params, "cut": _CUT}).all()
     else:
@@ -268,8 +273,14 @@ def _sqlite_search(count: int, *, cut: bool) -> Any:
     ).bindparams(bindparam("names", expanding=True))
 
 
+_THREAD_SCAN = 5000
+"""PostgreSQL: a thread up to this many positions is read through its own index and each
+row tested, which beats the GIN index whose matches span every thread of the store; a
+longer one asks the GIN index (100,000 messages in threads of 600: p95 22-28 -> 8-9 ms)."""
+
+
 @cache
-def _postgres_search(count: int) -> Any:
+def _postgres_search(count: int, *, thread_first: bool) -> Any:
     """One statement: the thread's matches, each term's document frequency, two rankings.
 
     ``ts_rank`` knows nothing of how rare a word is, so each term's rank is weighted by
@@ -290,9 +301,15 @@ def _postgres_search(count: int) -> Any:
     )
     share = " + ".join(f"h{i}" for i in range(count))
     coverage = f"(1 + {COVERAGE} * ({share}) / {count}.0)" if count > 1 else "1.0"
+    source = "compaction_messages"
+    if thread_first:  # OFFSET 0: the word test is not pushed down to the GIN index
+        source = (
+            "(SELECT id, thread_id, namespace, search_vector FROM compaction_messages "
+            "WHERE thread_id = :thread_id AND namespace = :namespace OFFSET 0)"
+        )
     return text(
         "WITH hits AS MATERIALIZED (SELECT m.id, "
-        f"{holds} FROM compaction_messages AS m WHERE m.thread_id = :thread_id "
+        f"{holds} FROM {source} AS m WHERE m.thread_id = :thread_id "
         f"AND m.namespace = :namespace AND m.search_vector @@ ({' || '.join(query)})), "
         f"df AS MATERIALIZED (SELECT {frequencies} FROM hits), "
         "total AS MATERIALIZED (SELECT max(position) - min(position) + 1 AS n "
