@@ -18,22 +18,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 sys.path.insert(0, str(TESTS))
 
+from _fleet_worker import race  # noqa: E402
 from conversations import chat  # noqa: E402
 from fakes import RecordingSummarizer  # noqa: E402
 
@@ -95,33 +92,7 @@ def _added(timings: list[tuple[str, float]]) -> list[float]:
 
 def _fleet(url: str, workers: int) -> tuple[int, list[float]]:
     thread = uuid.uuid4().hex
-    start = time.time() + 6.0
-    env = {**os.environ, "PYTHONPATH": str(TESTS)}
-    procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                str(TESTS / "_fleet_worker.py"),
-                "--url",
-                url,
-                "--thread",
-                thread,
-                "--start",
-                str(start),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        for _ in range(workers)
-    ]
-    lines: list[dict[str, Any]] = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=180)
-        if proc.returncode != 0:
-            raise SystemExit(err)
-        lines.append(json.loads(out.strip().splitlines()[-1]))
+    lines = race(url, thread, workers)
     calls = sum(int(line["calls"]) for line in lines)
     return calls, _added([(str(line["action"]), float(line["finished_at"])) for line in lines])
 

@@ -9,15 +9,10 @@ waiting on the store's lease.
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import subprocess
-import sys
 import threading
-import time
-from pathlib import Path
 from typing import Any
 
+from _fleet_worker import race
 from conversations import chat, graph_input
 from fakes import RecordingSummarizer
 from langchain_core.runnables import RunnableConfig
@@ -28,7 +23,6 @@ CONFIG = {"trigger": {"type": "tokens", "value": 2000}, "keep": {"type": "messag
 THREAD: RunnableConfig = {"configurable": {"thread_id": "shared"}}
 CALLS = 5
 WORKERS = 4
-TESTS = Path(__file__).parent
 
 
 def _check_one_summary(reports: list[CompactionReport], summarizer_calls: int) -> None:
@@ -72,37 +66,6 @@ async def test_concurrent_tasks_share_one_summary(store: SummaryStore) -> None:
     await store.aclose()
 
 
-def _race(url: str, thread: str) -> list[dict[str, Any]]:
-    """Start the workers, each opening the store first; they call at one common instant."""
-    start = time.time() + 6.0  # time for every interpreter to start and import
-    env = {**os.environ, "PYTHONPATH": str(TESTS)}
-    procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                str(TESTS / "_fleet_worker.py"),
-                "--url",
-                url,
-                "--thread",
-                thread,
-                "--start",
-                str(start),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        for _ in range(WORKERS)
-    ]
-    lines = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err
-        lines.append(json.loads(out.strip().splitlines()[-1]))
-    return lines
-
-
 def _check_fleet(lines: list[dict[str, Any]]) -> None:
     assert sum(int(line["calls"]) for line in lines) == 1, lines
     actions = sorted(str(line["action"]) for line in lines)
@@ -113,5 +76,5 @@ def _check_fleet(lines: list[dict[str, Any]]) -> None:
 def test_workers_racing_make_one_summary(store_url: str) -> None:
     with SummaryStore(store_url) as store:
         store.list_summaries("x")  # the schema exists before the workers start
-        _check_fleet(_race(store_url, "fleet"))
+        _check_fleet(race(store_url, "fleet", WORKERS))
         assert len(store.list_summaries("fleet")) == 1

@@ -24,7 +24,7 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
-from _store_support import Backend
+from _store_support import Backend, summary_fields
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.exc import IntegrityError
 
@@ -41,21 +41,7 @@ from langgraph_compaction.store._migrate import SCHEMA_VERSION
 
 def fields(b: Backend, n: int, **overrides: Any) -> dict[str, Any]:
     """add_summary arguments for the n-th summary of the backend's thread."""
-    values: dict[str, Any] = {
-        "thread_id": b.thread,
-        "namespace": b.ns,
-        "parent_id": None,
-        "boundary_message_id": f"msg-{n}",
-        "covered_messages": 10 * n,
-        "prefix_hash": f"prefix-{n}",
-        "summary": f"Summary number {n}.",
-        "summary_tokens": 20 + n,
-        "source_tokens": 1000 * n,
-        "kind": "initial" if n == 1 else "update",
-        "model": "gpt-4o-mini",
-        "rescued_message_ids": (),
-    }
-    return {**values, **overrides}
+    return {**summary_fields(b.thread, b.ns, n, model="gpt-4o-mini"), **overrides}
 
 
 async def add_chain(

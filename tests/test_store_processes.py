@@ -8,19 +8,17 @@ running the store's consistency check, which on SQLite includes ``PRAGMA integri
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import queue
 import random
 import time
 from collections.abc import Callable, Iterator
-from multiprocessing import forkserver as forkserver_module
 from multiprocessing.context import ForkServerContext
 from pathlib import Path
 from typing import Any
 
 import _store_workers as workers
 import pytest
+from _store_support import preloaded_forkserver
 
 from langgraph_compaction import SummaryStore
 from langgraph_compaction.store._inspect import main as cli
@@ -34,21 +32,7 @@ TESTS = Path(__file__).parent
 @pytest.fixture(scope="module")
 def forkserver() -> Iterator[ForkServerContext]:
     """Workers fork from a server that has imported the package: no interpreter start each."""
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["_store_workers"])
-    # The server imports its preload with its own sys.path, from the environment: make the
-    # tests folder importable there (a failed preload is silently skipped, and each worker
-    # would then import everything itself, which costs seconds).
-    saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), saved]))
-    try:
-        forkserver_module.ensure_running()
-    finally:
-        if saved is None:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = saved
-    yield context
+    yield from preloaded_forkserver()
 
 
 def run_workers(
