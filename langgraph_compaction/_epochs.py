@@ -103,7 +103,7 @@ class _Crossing:
             return
         copy = pruned_copy(self.messages[index], level, self.pipe.settings.config.pruning)
         tokens = self.pipe.settings.counter([copy])
-        current = self.copies[index][1] if index in self.copies else self.scan.tokens[index]
+        current = self.copies[index][1] if index in self.copies else self.scan.token(index)
         if tokens >= current:
             return
         self.levels[index] = level
@@ -159,11 +159,11 @@ def derive_epochs(
     levels, copies, saved = previous.levels, previous.copies, previous.saved
     failed_at = None
     limit = settings.token_limit
-    cumulative, start = scan.cumulative, phase.start
+    start = phase.start
     last = crossings[-1] if crossings else start
     while limit is not None:
-        need = limit - phase.base_tokens + cumulative[start] + saved
-        point = bisect_left(cumulative, need, last + 1, size + 1)
+        need = limit - phase.base_tokens + scan.prefix(start) + saved
+        point = scan.first_reaching(need, last + 1, size + 1)
         if point > size:
             break
         unpruned = phase.base_tokens + scan.tokens_between(start, point)
@@ -214,7 +214,7 @@ def epochs_for(pipe: Pipeline, measured: Measured, phase: Phase) -> Epochs:
 
 def whole_history_phase(pipe: Pipeline, measured: Measured) -> Phase:
     lead = measured.lead
-    return Phase("", lead, pipe.settings.fixed_tokens + measured.scan.cumulative[lead], 0)
+    return Phase("", lead, pipe.settings.fixed_tokens + measured.scan.prefix(lead), 0)
 
 
 def summary_phase(
@@ -222,8 +222,8 @@ def summary_phase(
 ) -> Phase:
     _, summary_tokens = pipe.memory.summary_message(record, pipe.settings.recall_tool)
     scan, lead, boundary = measured.scan, measured.lead, record.covered_messages
-    base = pipe.settings.fixed_tokens + scan.cumulative[lead] + summary_tokens
-    base += sum(scan.tokens[i] for i in rescued)
+    base = pipe.settings.fixed_tokens + scan.prefix(lead) + summary_tokens
+    base += sum(map(scan.token, rescued))
     return Phase(record.id, boundary, base, lead + 1 + len(rescued) - boundary)
 
 

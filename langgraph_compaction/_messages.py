@@ -7,7 +7,6 @@ belongs to the AI message it directly follows.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import repeat
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import convert_to_messages
@@ -63,7 +62,7 @@ def coerce_messages(state: object) -> list[BaseMessage]:
     value = state["messages"]
     if not isinstance(value, list | tuple):
         raise CompactionInputError(f"'messages' is {_shown(value)}; expected {_EXPECTED}")
-    if all(map(isinstance, value, repeat(BaseMessage))):  # in C: the common case is cheap
+    if all(issubclass(kind, BaseMessage) for kind in set(map(type, value))):  # the usual case
         return value if isinstance(value, list) else list(value)
     converted: list[BaseMessage] = []
     for index, item in enumerate(value):

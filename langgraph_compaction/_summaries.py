@@ -49,7 +49,7 @@ def find_matching_summaries(
             continue
         if (messages[covered - 1].id or "") != record.boundary_message_id:
             continue
-        if scan.prefix_hash(covered) == record.prefix_hash:
+        if scan.matches(covered, record.prefix_hash):
             matching.append(record)
     return matching
 
@@ -61,6 +61,8 @@ def rescued_positions(
 
     def find() -> tuple[int, ...]:
         wanted = set(record.rescued_message_ids)
+        if not wanted:
+            return ()
         return tuple(
             i for i in range(record.covered_messages) if message_key(messages, i) in wanted
         )
@@ -79,9 +81,9 @@ def compressed_context(
     scan, lead, settings = measured.scan, measured.lead, pipe.settings
     raw = (
         settings.fixed_tokens
-        + scan.cumulative[lead]
+        + scan.prefix(lead)
         + summary_tokens
-        + sum(scan.tokens[i] for i in rescued)
+        + sum(map(scan.token, rescued))
         + scan.tokens_between(kept_from, len(measured.messages))
     )
     count = lead + 1 + len(rescued) + len(measured.messages) - kept_from

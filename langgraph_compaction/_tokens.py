@@ -1,25 +1,39 @@
-"""Token counting: langchain-core's approximate counter, cached per message.
+"""Token counts and prefix hashes of one history, cached per thread and filled lazily.
 
-The history arrives as fresh objects on every turn (it is loaded from a checkpointer), so
-the cache cannot key on object identity. Instead each thread keeps the id, content and
-tool-call lists of the last history it saw; comparing lists runs in C, and only messages
-past the first difference are counted and hashed again. A steady-state call therefore
-counts and hashes only new messages; what it still does per message is read three
-attributes and compare them in C. An edit is recognised by its id, content or tool calls (an
-edit of a call's arguments alone, as a human-in-the-loop review makes, counts); the stored
-prefix hash covers all three, digested once per message.
+The history arrives as fresh objects on every turn (a checkpointer loads it), so nothing can
+key on object identity. Each thread keeps a shallow copy of every message's fields (pydantic
+keeps them in the instance ``__dict__``) from its last scan; comparing those dicts runs in C,
+and only messages past the first difference are counted again. A steady-state call touches
+each message once, in C, and counts only the new ones; an edit of any field, tool-call
+arguments included, is seen.
+
+Counting is lazy where the counter allows it. langchain-core's approximate counter rounds per
+message so that per-message counts add up to the count of the list; with it, a history seen
+for the first time (a restarted worker) is counted in one call, and per-message counts are
+made only for the stretches a caller asks about (the kept tail, a rescued message). Any other
+counter is called once per message.
+
+A prefix hash (what a stored summary is matched by) digests each message's type, id, name,
+tool call id, content and tool calls, pickled (in C) in blocks of 64 messages; the hasher
+after each whole block is kept, so the hash of any prefix costs at most 63 messages more.
+Hashes stored by earlier versions (untagged: a chain of per-message JSON digests) still match:
+that chain is computed only when such a summary is checked.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
 import operator
+import pickle
 import threading
+from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate, repeat
 from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
@@ -27,6 +41,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import BaseTool
 
 __all__ = [
+    "HASH_TAG",
     "HistoryIndex",
     "HistoryScan",
     "TokenCounter",
@@ -38,10 +53,19 @@ TokenCounter = Callable[[Sequence[BaseMessage]], int]
 """Any callable that counts the tokens of a list of messages (LangChain's convention)."""
 
 CALIBRATION_BOUNDS = (0.5, 2.0)
-_KEY = operator.itemgetter("id", "content")
-_TOOL_CALLS = operator.methodcaller("get", "tool_calls")
-_HASHING = threading.Lock()
+HASH_TAG = "v2:"
+"""Prefix of the prefix hashes this version stores; untagged ones are the earlier format."""
+
+Fields = dict[str, Any]
+"""A message's fields, as pydantic keeps them in its ``__dict__``."""
+
+_BLOCK = 64
+_MIN_STRETCH = 32
+_MAX_HASHES = 64
+_MAX_SINGLES = 16
 _MAX_THREADS = 1024
+_LOCK = threading.RLock()  # a background summary may fill the same scan as the call
+_TYPE, _ID, _NAME, _CONTENT = map(operator.itemgetter, ("type", "id", "name", "content"))
 
 
 def calibrated(tokens: int, ratio: float | None) -> int:
@@ -65,64 +89,176 @@ def count_fixed_tokens(
     return total
 
 
-_ENCODE = json.encoder.encode_basestring  # json.dumps's own string encoder (C), unescaped
+def _block_bytes(fields: Sequence[Fields]) -> bytes:
+    """What a run of messages adds to a prefix hash, written in C.
 
-
-def _text(value: object) -> str:
-    return "null" if value is None else _ENCODE(value)  # type: ignore[arg-type]
-
-
-def _digest(message: BaseMessage) -> bytes:
-    """Stable digest of everything that makes a message what it is.
-
-    The bytes hashed are ``json.dumps([type, id, name, tool_call_id, content, calls],
-    sort_keys=True, ensure_ascii=False)``: stored prefix hashes depend on them. The common
-    case (text content, no tool calls, string or absent ids) is written out directly, to the
-    same bytes, since the general encoder costs more than the hash.
+    A pickle without its memo: the same values always give the same bytes, whatever objects
+    they share (a memo would write a repeated object as a back-reference). Values pickle
+    cannot write (an odd object in a content block) fall back to ``repr``.
     """
-    own = vars(message)  # not getattr: a missing field costs pydantic an exception
-    tool_calls = own.get("tool_calls") or []
-    fields = (own["type"], own["id"], own["name"], own.get("tool_call_id"), own["content"])
-    if not tool_calls and all(value is None or type(value) is str for value in fields):
-        payload = f"[{', '.join(map(_text, fields))}, []]"
-    else:
-        payload = json.dumps(
-            [*fields, [[c.get("name"), c.get("args"), c.get("id")] for c in tool_calls]],
-            sort_keys=True,
-            default=str,
-            ensure_ascii=False,
+    rows = list(
+        zip(
+            map(_TYPE, fields),
+            map(_ID, fields),
+            map(_NAME, fields),
+            map(dict.get, fields, repeat("tool_call_id")),
+            map(_CONTENT, fields),
+            map(dict.get, fields, repeat("tool_calls")),
+            strict=True,
         )
+    )
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=5)
+    pickler.fast = True
+    try:
+        pickler.dump(rows)
+    except Exception:  # not picklable, or self-referencing
+        return b"repr:" + repr(rows).encode("utf-8", "surrogatepass")
+    return buffer.getvalue()
+
+
+def legacy_digest(fields: Fields) -> bytes:
+    """A message's digest in the chain that earlier versions stored (its bytes are fixed)."""
+    calls = fields.get("tool_calls") or []
+    payload = json.dumps(
+        [
+            fields["type"],
+            fields["id"],
+            fields["name"],
+            fields.get("tool_call_id"),
+            fields["content"],
+            [[c.get("name"), c.get("args"), c.get("id")] for c in calls],
+        ],
+        sort_keys=True,
+        default=str,
+        ensure_ascii=False,
+    )
     return hashlib.blake2b(payload.encode(), digest_size=16).digest()
 
 
-@dataclass
-class HistoryScan:
-    """Per-message token counts and prefix hashes of one history, shared across calls."""
+@dataclass(frozen=True, slots=True)
+class _Counts:
+    """What is counted: per message from ``split`` on, before it one total (swapped whole)."""
 
-    keys: list[tuple[str | None, Any]]
-    """Each message's ``(id, content)``: what the next call compares."""
-    tokens: list[int]
-    cumulative: list[int] = field(default_factory=lambda: [0])
-    """``cumulative[i]`` is the token count of ``messages[:i]``."""
-    hashes: list[bytes] = field(default_factory=lambda: [b""])
-    """``hashes[i]`` is the chained hash of ``messages[:i]``, filled lazily."""
-    messages: Sequence[BaseMessage] = ()
-    calls: list[Any] = field(default_factory=list)
-    """Each message's tool calls (None for messages that cannot make any)."""
+    split: int
+    head: int
+    """Tokens of ``messages[:split]``, counted as one list."""
+    running: list[int]
+    """``running[j]`` is the token count of ``messages[split:split + j]``; never changed."""
+
+
+@dataclass(eq=False)
+class HistoryScan:
+    """Token counts and prefix hashes of one history; filled as callers ask for them."""
+
+    messages: Sequence[BaseMessage]
+    fields: list[Fields]
+    """Shallow copies of each message's fields: what the next call compares."""
+    counter: TokenCounter
+    counts: _Counts
+    states: list[hashlib.blake2b] = field(default_factory=lambda: [hashlib.blake2b(digest_size=16)])
+    """The hasher after each whole block of messages (never updated in place)."""
+    hashes: dict[int, str] = field(default_factory=dict)
+    legacy: list[bytes] = field(default_factory=lambda: [b""])
+    """The earlier format's chain, ``legacy[i]`` for ``messages[:i]``; filled on demand."""
+    singles: dict[int, int] = field(default_factory=dict)
+    """Counts of single messages inside the head (rescued messages, say)."""
+    heads: dict[int, int] = field(default_factory=dict)
+    """Counts of short prefixes inside the head (the leading system messages)."""
+
+    @property
+    def total(self) -> int:
+        return self.prefix(len(self.messages))
+
+    def prefix(self, end: int) -> int:
+        """Tokens of ``messages[:end]``."""
+        counts = self.counts
+        if end >= counts.split:
+            return counts.head + counts.running[end - counts.split]
+        if end == 0:
+            return 0
+        if end < counts.split - end:  # cheaper to count the short head as one list
+            with _LOCK:
+                if end not in self.heads:
+                    self.heads[end] = self.counter(self.messages[:end])
+                return self.heads[end]
+        counts = self._count_from(end)
+        return counts.head + counts.running[end - counts.split]
+
+    def token(self, index: int) -> int:
+        """Tokens of ``messages[index]``."""
+        counts = self.counts
+        if index < counts.split:
+            with _LOCK:
+                if index in self.singles:
+                    return self.singles[index]
+                if len(self.singles) < _MAX_SINGLES:  # a rescued message, say
+                    self.singles[index] = self.counter([self.messages[index]])
+                    return self.singles[index]
+            counts = self._count_from(index)  # many asked for: count the stretch
+        at = index - counts.split
+        return counts.running[at + 1] - counts.running[at]
 
     def tokens_between(self, start: int, end: int) -> int:
-        return self.cumulative[end] - self.cumulative[start]
+        return self.prefix(end) - self.prefix(start)
+
+    def first_reaching(self, need: float, low: int, high: int) -> int:
+        """The first ``end`` in ``[low, high)`` with ``prefix(end) >= need``, else ``high``."""
+        counts = self.counts if low >= self.counts.split else self._count_from(low)
+        split = counts.split
+        return split + bisect_left(counts.running, need - counts.head, low - split, high - split)
+
+    def _count_from(self, index: int) -> _Counts:
+        """Count one by one back to ``index``, at least doubling the stretch (walks stay linear)."""
+        with _LOCK:
+            counts = self.counts
+            if index >= counts.split:
+                return counts
+            stretch = max(_MIN_STRETCH, len(counts.running) - 1)
+            start = max(0, min(index, counts.split - stretch))
+            new = [self.counter([m]) for m in self.messages[start : counts.split]]
+            running = list(accumulate(new, initial=0))
+            running.extend(map(running[-1].__add__, counts.running[1:]))
+            self.counts = _Counts(start, counts.head - running[len(new)], running)
+            return self.counts
 
     def prefix_hash(self, end: int) -> str:
-        """Hash of ``messages[:end]``: ids and contents, so an edit changes it."""
-        hashes = self.hashes
-        if len(hashes) <= end:
-            with _HASHING:  # a background summary may extend the same chain
-                for index in range(len(hashes) - 1, end):
-                    chained = hashlib.blake2b(hashes[index], digest_size=16)
-                    chained.update(_digest(self.messages[index]))
-                    hashes.append(chained.digest())
-        return hashes[end].hex()
+        """Hash of ``messages[:end]``: every message's identity and text, so an edit changes it."""
+        known = self.hashes.get(end)
+        if known is not None:
+            return known
+        blocks, rest = divmod(end, _BLOCK)
+        with _LOCK:
+            states = self.states
+            while len(states) <= blocks:
+                state = states[-1].copy()
+                done = (len(states) - 1) * _BLOCK
+                state.update(_block_bytes(self.fields[done : done + _BLOCK]))
+                states.append(state)
+            state = states[blocks].copy()
+        if rest:
+            state.update(_block_bytes(self.fields[end - rest : end]))
+        digest = HASH_TAG + state.hexdigest()
+        with _LOCK:
+            if len(self.hashes) >= _MAX_HASHES:
+                self.hashes.clear()
+            self.hashes[end] = digest
+        return digest
+
+    def legacy_prefix_hash(self, end: int) -> str:
+        """The earlier versions' hash of ``messages[:end]`` (summaries they stored)."""
+        with _LOCK:
+            chain = self.legacy
+            for index in range(len(chain) - 1, end):
+                digest = legacy_digest(self.fields[index])
+                chain.append(hashlib.blake2b(chain[index] + digest, digest_size=16).digest())
+        return chain[end].hex()
+
+    def matches(self, end: int, stored: str) -> bool:
+        """Whether ``stored``, a summary's prefix hash of either format, is ``messages[:end]``'s."""
+        if stored.startswith(HASH_TAG):
+            return self.prefix_hash(end) == stored
+        return self.legacy_prefix_hash(end) == stored
 
 
 class HistoryIndex:
@@ -130,35 +266,21 @@ class HistoryIndex:
 
     def __init__(self, counter: TokenCounter | None = None) -> None:
         self.counter: TokenCounter = counter or count_tokens_approximately
+        # Its per-message rounding makes counts add up: a head may be counted as one list.
+        self.additive = self.counter is count_tokens_approximately
         self._scans: OrderedDict[tuple[str, str], HistoryScan] = OrderedDict()
         self._lock = threading.Lock()
 
     def scan(self, key: tuple[str, str], messages: Sequence[BaseMessage]) -> HistoryScan:
         """Scan a history, reusing what is unchanged since this thread's last scan."""
-        # In C (map, itemgetter over each message's __dict__, where pydantic keeps its fields):
-        # touching every message once is most of a steady-state call's cost.
-        fields = list(map(vars, messages))
-        keys = list(map(_KEY, fields))
-        calls = list(map(_TOOL_CALLS, fields))
+        fields = list(map(vars, messages))  # in C: the one pass every call makes
         with self._lock:
             previous = self._scans.get(key)
-        same = _common_prefix(previous, keys, calls) if previous else 0
-        if previous is not None and same == len(previous.keys):
-            tokens = previous.tokens
-            cumulative = previous.cumulative
-            hashes = previous.hashes
+        same = _common_prefix(previous.fields, fields) if previous is not None else 0
+        if previous is None or same == 0 or same < previous.counts.split:
+            scan = self._fresh(messages, fields)
         else:
-            tokens = previous.tokens[:same] if previous else []
-            cumulative = previous.cumulative[: same + 1] if previous else [0]
-            hashes = previous.hashes[: same + 1] if previous else [b""]
-        counter = self.counter
-        running = cumulative[-1]
-        for message in messages[len(tokens) :]:
-            count = counter([message])
-            tokens.append(count)
-            running += count
-            cumulative.append(running)
-        scan = HistoryScan(keys, tokens, cumulative, hashes, messages, calls)
+            scan = self._extend(previous, same, messages, fields)
         with self._lock:
             self._scans[key] = scan
             self._scans.move_to_end(key)
@@ -166,18 +288,68 @@ class HistoryIndex:
                 self._scans.popitem(last=False)
         return scan
 
+    def _fresh(self, messages: Sequence[BaseMessage], fields: list[Fields]) -> HistoryScan:
+        snapshot = list(map(dict.copy, fields))
+        if self.additive:
+            counts = _Counts(len(messages), self.counter(messages), [0])
+        else:
+            running = list(accumulate((self.counter([m]) for m in messages), initial=0))
+            counts = _Counts(0, 0, running)
+        return HistoryScan(messages, snapshot, self.counter, counts)
 
-def _common_prefix(
-    previous: HistoryScan, keys: list[tuple[str | None, Any]], calls: list[Any]
-) -> int:
+    def _extend(
+        self,
+        previous: HistoryScan,
+        same: int,
+        messages: Sequence[BaseMessage],
+        fields: list[Fields],
+    ) -> HistoryScan:
+        """The previous scan's first ``same`` messages are unchanged: count only the rest."""
+        snapshot = previous.fields[:same]
+        snapshot.extend(map(dict.copy, fields[same:]))
+        old = previous.counts
+        running = old.running[: same - old.split + 1]
+        new = (self.counter([m]) for m in messages[same:])
+        running.extend(accumulate(new, initial=running[-1]))
+        del running[same - old.split + 1]  # accumulate repeats its initial value
+        with _LOCK:
+            states = previous.states[: same // _BLOCK + 1]
+            legacy = previous.legacy[: same + 1]
+            hashes = _below(previous.hashes, same)
+            singles = {i: n for i, n in previous.singles.items() if i < same}
+            heads = _below(previous.heads, same)
+        return HistoryScan(
+            messages,
+            snapshot,
+            self.counter,
+            _Counts(old.split, old.head, running),
+            states,
+            hashes,
+            legacy,
+            singles,
+            heads,
+        )
+
+
+def _below(cache: Mapping[int, Any], limit: int) -> dict[int, Any]:
+    return {end: value for end, value in cache.items() if end <= limit}
+
+
+def _common_prefix(previous: list[Fields], fields: list[Fields]) -> int:
     """Length of the prefix the previous scan shares with this history."""
-    size = min(len(previous.keys), len(keys))
-    if size == len(previous.keys):  # the usual case: the history grew by appending
-        if previous.keys == keys[:size] and previous.calls == calls[:size]:
+    size = min(len(previous), len(fields))
+    try:
+        if size == len(previous):  # the usual case: the history grew by appending
+            if previous == fields[:size]:
+                return size
+        elif previous[:size] == fields:
             return size
-    elif previous.keys[:size] == keys and previous.calls[:size] == calls:
-        return size
+    except Exception:  # a field whose comparison raises: find where, one by one
+        pass
     for index in range(size):
-        if previous.keys[index] != keys[index] or previous.calls[index] != calls[index]:
+        try:
+            if previous[index] != fields[index]:
+                return index
+        except Exception:
             return index
     return size

@@ -123,7 +123,7 @@ def test_keep_messages_widens_to_whole_tool_units() -> None:
 def test_keep_tokens_and_fraction() -> None:
     messages = chat(10)
     scan = _scan(messages)
-    per_message = scan.tokens[-1]
+    per_message = scan.token(len(messages) - 1)
     start = find_keep_start(messages, scan, 1, KeepSize(type="tokens", value=per_message * 4), None)
     assert len(messages) - start == 4
     start = find_keep_start(

@@ -1,62 +1,181 @@
-"""The message digest behind every stored prefix hash: its bytes must never change.
+"""Token counts and prefix hashes of a history: lazy where it can be, exact everywhere.
 
-Stored summaries are found by a chained hash of their prefix's message digests, so the digest
-of a message is part of the store's format. Its fast path writes the JSON out by hand; it must
-hash exactly the bytes of ``json.dumps([...], sort_keys=True, ensure_ascii=False)``.
+Stored summaries are found by their prefix hash, so its bytes are part of the store's format:
+the golden values below may only change with a new ``HASH_TAG``. Hashes stored by earlier
+versions (the untagged chain) must keep matching.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+from collections.abc import Sequence
 
+from conversations import chat, tool_batch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages.utils import count_tokens_approximately
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from langgraph_compaction._tokens import _digest
+from langgraph_compaction._tokens import HASH_TAG, HistoryIndex, HistoryScan
 
-TEXT = st.text(st.characters(codec="utf-8"), max_size=40)
-IDS = st.none() | TEXT
-
-
-def _reference(message: BaseMessage) -> bytes:
-    calls = getattr(message, "tool_calls", None) or []
-    payload = json.dumps(
-        [
-            message.type,
-            message.id,
-            message.name,
-            getattr(message, "tool_call_id", None),
-            message.content,
-            [[c.get("name"), c.get("args"), c.get("id")] for c in calls],
-        ],
-        sort_keys=True,
-        default=str,
-        ensure_ascii=False,
-    )
-    return hashlib.blake2b(payload.encode(), digest_size=16).digest()
+KEY = ("ns", "t")
 
 
-@settings(max_examples=300, deadline=None)
-@given(content=TEXT, message_id=IDS, name=IDS, kind=st.sampled_from(["human", "ai", "system"]))
-def test_the_fast_path_hashes_the_bytes_json_dumps_gives(
-    content: str, message_id: str | None, name: str | None, kind: str
-) -> None:
-    cls = {"human": HumanMessage, "ai": AIMessage, "system": SystemMessage}[kind]
-    message = cls(content=content, id=message_id, name=name)
-    assert _digest(message) == _reference(message)
-
-
-@settings(max_examples=100, deadline=None)
-@given(content=TEXT, call_id=TEXT, args=st.dictionaries(TEXT, st.integers() | TEXT, max_size=3))
-def test_tool_calls_results_and_blocks_hash_as_before(
-    content: str, call_id: str, args: dict[str, object]
-) -> None:
-    messages: list[BaseMessage] = [
-        AIMessage(content, tool_calls=[{"name": "f", "args": args, "id": call_id}], id="a"),
-        ToolMessage(content, tool_call_id=call_id, name="f", id="t"),
-        HumanMessage([{"type": "text", "text": content}], id="h"),
+def _history() -> list[BaseMessage]:
+    return [
+        SystemMessage("You are terse.", id="s"),
+        HumanMessage('Ünïcode "quotes" and \\ back', id="h1", name="ana"),
+        AIMessage(
+            "", id="a1", tool_calls=[{"name": "grep", "args": {"q": "x", "n": 2}, "id": "c1"}]
+        ),
+        ToolMessage("3 hits", tool_call_id="c1", name="grep", id="t1"),
+        AIMessage([{"type": "text", "text": "blocks"}], id="a2"),
+        HumanMessage("no id"),
     ]
-    for message in messages:
-        assert _digest(message) == _reference(message)
+
+
+# What versions before HASH_TAG stored for _history()[:1] ... [:6] (a chain of JSON digests).
+LEGACY = (
+    "af6d7e9bd3be7bcd3ec3f0ba29ca598c",
+    "e73f9580aaac597e28c60d1c594b8206",
+    "5099933fbbbbb36927ba836cd26527ee",
+    "78e00d588bc052dd6d21ca8831f8f84a",
+    "cf711b8395a3637ef72b36d7b34c3d05",
+    "2db9b2513af5c6e06e3a1b3463957616",
+)
+CURRENT = (
+    "v2:1893e9b63180c8f805ddd5a36871454d",
+    "v2:d0d683ce30dac65964730f45978dec89",
+    "v2:ddf8538ea9037e2b3f780f11b41d35f0",
+    "v2:366d68936d239640cfee82ee559d59e8",
+    "v2:9a8a1b7148b5f2b8a610e59d12ab0b8f",
+    "v2:acb922c93c98a6acb35189368559d83d",
+)
+
+
+def _per_message(messages: Sequence[BaseMessage]) -> int:
+    """The default counter behind another name: the index then counts one message at a time."""
+    return count_tokens_approximately(messages)
+
+
+def test_the_stored_formats_do_not_change() -> None:
+    scan = HistoryIndex().scan(KEY, _history())
+    assert tuple(scan.prefix_hash(end) for end in range(1, 7)) == CURRENT
+    assert tuple(scan.legacy_prefix_hash(end) for end in range(1, 7)) == LEGACY
+
+
+def test_a_checkpointer_round_trip_keeps_the_hash() -> None:
+    """Every turn, and every worker, sees the history as a checkpointer hands it back."""
+    serde = JsonPlusSerializer()
+    loaded: list[BaseMessage] = serde.loads_typed(serde.dumps_typed(_history()))
+    scan = HistoryIndex().scan(KEY, loaded)
+    assert tuple(scan.prefix_hash(end) for end in range(1, 7)) == CURRENT
+
+
+def test_summaries_stored_by_earlier_versions_still_match() -> None:
+    scan = HistoryIndex().scan(KEY, _history())
+    assert scan.matches(4, LEGACY[3]) and scan.matches(4, CURRENT[3])
+    assert not scan.matches(4, LEGACY[2]) and not scan.matches(3, CURRENT[3])
+    edited = _history()
+    edited[1] = HumanMessage("changed", id="h1", name="ana")
+    edited_scan = HistoryIndex().scan(KEY, edited)
+    assert not edited_scan.matches(4, LEGACY[3]) and not edited_scan.matches(4, CURRENT[3])
+    assert edited_scan.matches(1, LEGACY[0])
+
+
+def _long(size: int) -> list[BaseMessage]:
+    messages: list[BaseMessage] = [SystemMessage("sys", id="sys")]
+    turn = 0
+    while len(messages) < size:
+        messages += chat(2, system=False, prefix=f"c{turn}") + tool_batch(f"b{turn}", 2)
+        turn += 1
+    return messages[:size]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    size=st.integers(1, 200),
+    steps=st.lists(st.integers(1, 80), max_size=4),
+    asks=st.lists(st.integers(0, 280), max_size=12),
+)
+def test_lazy_counts_equal_counting_each_message(
+    size: int, steps: list[int], asks: list[int]
+) -> None:
+    """A restarted worker counts the history in one call; every figure asked for is exact."""
+    history = _long(size + sum(steps))
+    lazy, eager = HistoryIndex(), HistoryIndex(_per_message)
+    assert lazy.additive and not eager.additive
+    end = size
+    for step in [0, *steps]:
+        end += step
+        messages = history[:end]
+        a, b = lazy.scan(KEY, messages), eager.scan(KEY, messages)
+        if step == 0:  # counted in one call; later messages one by one
+            assert a.counts.split == end and len(a.counts.running) == 1
+        for ask in asks:
+            at = ask % (end + 1)
+            assert a.prefix(at) == b.prefix(at)
+            assert a.tokens_between(at // 2, at) == b.tokens_between(at // 2, at)
+            if at < end:
+                assert a.token(at) == b.token(at) == count_tokens_approximately([messages[at]])
+            need = a.prefix(at) + 1
+            assert a.first_reaching(need, at // 3, end + 1) == b.first_reaching(
+                need, at // 3, end + 1
+            )
+        assert a.total == b.total == count_tokens_approximately(messages)
+
+
+@settings(max_examples=40, deadline=None)
+@given(size=st.integers(1, 300), cut=st.integers(0, 300), grow=st.lists(st.integers(1, 70)))
+def test_a_growing_thread_hashes_as_a_fresh_scan(size: int, cut: int, grow: list[int]) -> None:
+    history = _long(size + sum(grow))
+    index, end = HistoryIndex(), size
+    index.scan(KEY, history[:end]).prefix_hash(min(cut, end))
+    for step in grow:
+        end += step
+        scan = index.scan(KEY, history[:end])
+        fresh = HistoryIndex().scan(KEY, history[:end])
+        for at in {0, min(cut, end), end, end - 1, (end // 64) * 64}:
+            assert scan.prefix_hash(at) == fresh.prefix_hash(at)
+            assert scan.prefix_hash(at).startswith(HASH_TAG)
+
+
+def _scan_after(previous: list[BaseMessage], current: list[BaseMessage]) -> HistoryScan:
+    index = HistoryIndex()
+    index.scan(KEY, previous).prefix_hash(len(previous))
+    return index.scan(KEY, current)
+
+
+def test_any_edit_is_seen_and_recounted() -> None:
+    history = _long(150)
+    scan = HistoryIndex().scan(KEY, history)
+    before = scan.prefix_hash(150)
+    call = next(i for i, m in enumerate(history) if isinstance(m, AIMessage) and m.tool_calls)
+    edits: list[list[BaseMessage]] = []
+    content = list(history)
+    content[70] = history[70].model_copy(update={"content": "edited"})
+    edits.append(content)
+    arguments = list(history)
+    ai = history[call]
+    assert isinstance(ai, AIMessage)
+    calls = [{**ai.tool_calls[0], "args": {"q": "reviewed"}}]
+    arguments[call] = ai.model_copy(update={"tool_calls": calls})
+    edits.append(arguments)
+    for edited in edits:
+        rescan = _scan_after(history, edited)
+        assert rescan.prefix_hash(150) != before
+        assert rescan.total == count_tokens_approximately(edited)
+    in_place = _long(150)
+    index = HistoryIndex()
+    index.scan(KEY, in_place)
+    in_place[3].content = "changed where it lies"  # the same objects, mutated
+    assert index.scan(KEY, in_place).total == count_tokens_approximately(in_place)
+
+
+def test_a_shorter_history_reuses_its_prefix() -> None:
+    history = _long(130)
+    index = HistoryIndex()
+    index.scan(KEY, history)
+    scan = index.scan(KEY, history[:100])
+    assert scan.total == count_tokens_approximately(history[:100])
+    assert scan.prefix_hash(100) == HistoryIndex().scan(KEY, history[:100]).prefix_hash(100)

@@ -92,7 +92,7 @@ def assemble(
     source = pruned.apply(messages)
 
     def size(index: int) -> int:
-        return pruned.tokens(index, scan.tokens[index])
+        return pruned.tokens(index, scan.token(index))
 
     body: list[BaseMessage] = list(source[:lead])
     tokens: list[int] = [size(i) for i in range(lead)]

@@ -34,7 +34,7 @@ def measure_context(
     settings: Settings, scan: HistoryScan, messages: Sequence[BaseMessage], ratio: float | None
 ) -> tuple[int, tuple[str, ...], bool]:
     """Total tokens of the whole context, the triggers it fires, and whether it nears one."""
-    total = calibrated(settings.fixed_tokens + scan.cumulative[len(messages)], ratio)
+    total = calibrated(settings.fixed_tokens + scan.total, ratio)
     refine = 0
     if settings.needs_refine_count:
         lead = count_leading_system(messages)

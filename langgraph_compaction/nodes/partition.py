@@ -96,7 +96,7 @@ def _choose_skills(
     for index in reversed(candidates):
         if len(chosen) >= config.preserve_recent_skill_count:
             break
-        tokens = scan.tokens[index]
+        tokens = scan.token(index)
         if tokens > config.preserve_recent_skill_tokens_per_skill:
             continue
         if total + tokens > config.preserve_recent_skill_tokens:

@@ -180,7 +180,7 @@ def _make(pipe: Pipeline, measured: Measured, decision: Decision, plan: Partitio
     generation = decision.generation
     models = distinct_models(settings.summarizer, settings.fallback_model)
     evicted = [measured.messages[i] for i in plan.evicted]
-    tokens = [measured.scan.tokens[i] for i in plan.evicted]
+    tokens = list(map(measured.scan.token, plan.evicted))
     source_tokens = sum(tokens)
     previous = plan.previous.summary if plan.previous else None
     chunks = _plan(pipe, evicted, tokens, previous, config.max_summary_chunks)
