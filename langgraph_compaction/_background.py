@@ -18,9 +18,13 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from ._call import Decision, Measured, Outcome
+from langchain_core.messages import HumanMessage
+
+from ._call import Decision, Measured, Outcome, Partition
+from ._chunks import plan_chunks
 from ._effects import Effect, Start, Step, adrive, drive, latest_summaries, perform, thread_state
 from ._jobs import Event, Job
+from ._messages import split_tool_units
 from ._pipeline import Pipeline
 from ._settings import emit
 from ._summaries import compressed_context, find_matching_summaries, rescued_positions
@@ -52,7 +56,55 @@ def precompact_step(
     )
     if plan is None:
         return None
+    plan = in_fewer_calls(pipe, measured, in_use, headroom, plan)
     return (yield from summarize(pipe, measured, Decision(state, newest, plan)))
+
+
+def summary_calls(pipe: Pipeline, measured: Measured, plan: Partition) -> int:
+    """How many summary calls making ``plan`` takes (its evicted messages, chunked as the
+    summarize step chunks them)."""
+    settings, scan = pipe.settings, measured.scan
+    config = settings.config
+    overhead = settings.counter([HumanMessage(content=config.update_prompt)])
+    if plan.previous is not None:
+        overhead += settings.counter([HumanMessage(content=plan.previous.summary)])
+    trim = pipe.memory.transcript_capacity(
+        config.trim_tokens_to_summarize, overhead, config.max_summary_tokens
+    )
+    evicted = [measured.messages[i] for i in plan.evicted]
+    tokens = [scan.tokens_between(i, i + 1) for i in plan.evicted]
+    return len(
+        plan_chunks(evicted, tokens, trim, config.max_summary_chunks, settings.counter).chunks
+    )
+
+
+def in_fewer_calls(
+    pipe: Pipeline,
+    measured: Measured,
+    in_use: SummaryRecord | None,
+    headroom: float,
+    plan: Partition,
+) -> Partition:
+    """The plan, or one that evicts a little less and takes one summary call fewer.
+
+    A prepared summary evicts all it can, so its last call often carries a sliver of
+    transcript beside the whole prompt and the previous summary. Stopping at an earlier unit
+    (one that still leaves the headroom) saves that call; the messages left out go into the
+    next summary, which pays no extra call for them.
+    """
+    calls = summary_calls(pipe, measured, plan)
+    if calls <= 1:
+        return plan
+    start = in_use.covered_messages if in_use else measured.lead
+    for first, _ in reversed(split_tool_units(measured.messages, start)[1:]):
+        if first >= plan.cutoff:
+            continue
+        shorter = plan_partition(pipe, measured, in_use, headroom, first)
+        if shorter is None or shorter.cutoff != first:
+            break  # evicting less would not leave the headroom
+        if summary_calls(pipe, measured, shorter) < calls:
+            return shorter
+    return plan
 
 
 ARRIVAL_SHARE = 0.5
