@@ -421,7 +421,7 @@ def _progress(text: str) -> None:
     print(f"[overhead] {text}", file=sys.stderr, flush=True)
 
 
-def profile_reuse(size: int, repeats: int, store: SummaryStore, top: int = 10) -> None:
+def profile_reuse(size: int, repeats: int, store: SummaryStore, top: int = 30) -> None:
     """cProfile the timed reuse calls; print the package's functions by cumulative time."""
     profiler = cProfile.Profile(time.process_time)
     row = measure_configuration(

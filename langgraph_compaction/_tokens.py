@@ -148,13 +148,11 @@ class _Counts:
 
 
 @dataclass(eq=False)
-class HistoryScan:
-    """Token counts and prefix hashes of one history; filled as callers ask for them."""
+class _Memo:
+    """What a thread's scans know of its history, kept between calls (not the messages)."""
 
-    messages: Sequence[BaseMessage]
     fields: list[Fields]
     """Shallow copies of each message's fields: what the next call compares."""
-    counter: TokenCounter
     counts: _Counts
     states: list[hashlib.blake2b] = field(default_factory=lambda: [hashlib.blake2b(digest_size=16)])
     """The hasher after each whole block of messages (never updated in place)."""
@@ -166,35 +164,48 @@ class HistoryScan:
     heads: dict[int, int] = field(default_factory=dict)
     """Counts of short prefixes inside the head (the leading system messages)."""
 
+
+@dataclass(frozen=True, eq=False)
+class HistoryScan:
+    """Token counts and prefix hashes of one history; filled as callers ask for them.
+
+    The thread's cache keeps only the memo: holding the messages would keep the last history
+    alive, and free it inside the next call.
+    """
+
+    messages: Sequence[BaseMessage]
+    counter: TokenCounter
+    memo: _Memo
+
     @property
     def total(self) -> int:
         return self.prefix(len(self.messages))
 
     def prefix(self, end: int) -> int:
         """Tokens of ``messages[:end]``."""
-        counts = self.counts
+        counts = self.memo.counts
         if end >= counts.split:
             return counts.head + counts.running[end - counts.split]
         if end == 0:
             return 0
         if end < counts.split - end:  # cheaper to count the short head as one list
             with _LOCK:
-                if end not in self.heads:
-                    self.heads[end] = self.counter(self.messages[:end])
-                return self.heads[end]
+                if end not in self.memo.heads:
+                    self.memo.heads[end] = self.counter(self.messages[:end])
+                return self.memo.heads[end]
         counts = self._count_from(end)
         return counts.head + counts.running[end - counts.split]
 
     def token(self, index: int) -> int:
         """Tokens of ``messages[index]``."""
-        counts = self.counts
+        counts = self.memo.counts
         if index < counts.split:
             with _LOCK:
-                if index in self.singles:
-                    return self.singles[index]
-                if len(self.singles) < _MAX_SINGLES:  # a rescued message, say
-                    self.singles[index] = self.counter([self.messages[index]])
-                    return self.singles[index]
+                if index in self.memo.singles:
+                    return self.memo.singles[index]
+                if len(self.memo.singles) < _MAX_SINGLES:  # a rescued message, say
+                    self.memo.singles[index] = self.counter([self.messages[index]])
+                    return self.memo.singles[index]
             counts = self._count_from(index)  # many asked for: count the stretch
         at = index - counts.split
         return counts.running[at + 1] - counts.running[at]
@@ -204,14 +215,14 @@ class HistoryScan:
 
     def first_reaching(self, need: float, low: int, high: int) -> int:
         """The first ``end`` in ``[low, high)`` with ``prefix(end) >= need``, else ``high``."""
-        counts = self.counts if low >= self.counts.split else self._count_from(low)
+        counts = self.memo.counts if low >= self.memo.counts.split else self._count_from(low)
         split = counts.split
         return split + bisect_left(counts.running, need - counts.head, low - split, high - split)
 
     def _count_from(self, index: int) -> _Counts:
         """Count one by one back to ``index``, at least doubling the stretch (walks stay linear)."""
         with _LOCK:
-            counts = self.counts
+            counts = self.memo.counts
             if index >= counts.split:
                 return counts
             stretch = max(_MIN_STRETCH, len(counts.running) - 1)
@@ -219,38 +230,38 @@ class HistoryScan:
             new = [self.counter([m]) for m in self.messages[start : counts.split]]
             running = list(accumulate(new, initial=0))
             running.extend(map(running[-1].__add__, counts.running[1:]))
-            self.counts = _Counts(start, counts.head - running[len(new)], running)
-            return self.counts
+            self.memo.counts = _Counts(start, counts.head - running[len(new)], running)
+            return self.memo.counts
 
     def prefix_hash(self, end: int) -> str:
         """Hash of ``messages[:end]``: every message's identity and text, so an edit changes it."""
-        known = self.hashes.get(end)
+        known = self.memo.hashes.get(end)
         if known is not None:
             return known
         blocks, rest = divmod(end, _BLOCK)
         with _LOCK:
-            states = self.states
+            states = self.memo.states
             while len(states) <= blocks:
                 state = states[-1].copy()
                 done = (len(states) - 1) * _BLOCK
-                state.update(_block_bytes(self.fields[done : done + _BLOCK]))
+                state.update(_block_bytes(self.memo.fields[done : done + _BLOCK]))
                 states.append(state)
             state = states[blocks].copy()
         if rest:
-            state.update(_block_bytes(self.fields[end - rest : end]))
+            state.update(_block_bytes(self.memo.fields[end - rest : end]))
         digest = HASH_TAG + state.hexdigest()
         with _LOCK:
-            if len(self.hashes) >= _MAX_HASHES:
-                self.hashes.clear()
-            self.hashes[end] = digest
+            if len(self.memo.hashes) >= _MAX_HASHES:
+                self.memo.hashes.clear()
+            self.memo.hashes[end] = digest
         return digest
 
     def legacy_prefix_hash(self, end: int) -> str:
         """The earlier versions' hash of ``messages[:end]`` (summaries they stored)."""
         with _LOCK:
-            chain = self.legacy
+            chain = self.memo.legacy
             for index in range(len(chain) - 1, end):
-                digest = legacy_digest(self.fields[index])
+                digest = legacy_digest(self.memo.fields[index])
                 chain.append(hashlib.blake2b(chain[index] + digest, digest_size=16).digest())
         return chain[end].hex()
 
@@ -268,43 +279,37 @@ class HistoryIndex:
         self.counter: TokenCounter = counter or count_tokens_approximately
         # Its per-message rounding makes counts add up: a head may be counted as one list.
         self.additive = self.counter is count_tokens_approximately
-        self._scans: OrderedDict[tuple[str, str], HistoryScan] = OrderedDict()
+        self._memos: OrderedDict[tuple[str, str], _Memo] = OrderedDict()
         self._lock = threading.Lock()
 
     def scan(self, key: tuple[str, str], messages: Sequence[BaseMessage]) -> HistoryScan:
         """Scan a history, reusing what is unchanged since this thread's last scan."""
         fields = list(map(vars, messages))  # in C: the one pass every call makes
         with self._lock:
-            previous = self._scans.get(key)
+            previous = self._memos.get(key)
         same = _common_prefix(previous.fields, fields) if previous is not None else 0
         if previous is None or same == 0 or same < previous.counts.split:
-            scan = self._fresh(messages, fields)
+            memo = self._fresh(messages, fields)
         else:
-            scan = self._extend(previous, same, messages, fields)
+            memo = self._extend(previous, same, messages, fields)
         with self._lock:
-            self._scans[key] = scan
-            self._scans.move_to_end(key)
-            while len(self._scans) > _MAX_THREADS:
-                self._scans.popitem(last=False)
-        return scan
+            self._memos[key] = memo
+            self._memos.move_to_end(key)
+            while len(self._memos) > _MAX_THREADS:
+                self._memos.popitem(last=False)
+        return HistoryScan(messages, self.counter, memo)
 
-    def _fresh(self, messages: Sequence[BaseMessage], fields: list[Fields]) -> HistoryScan:
+    def _fresh(self, messages: Sequence[BaseMessage], fields: list[Fields]) -> _Memo:
         snapshot = list(map(dict.copy, fields))
         if self.additive:
-            counts = _Counts(len(messages), self.counter(messages), [0])
-        else:
-            running = list(accumulate((self.counter([m]) for m in messages), initial=0))
-            counts = _Counts(0, 0, running)
-        return HistoryScan(messages, snapshot, self.counter, counts)
+            return _Memo(snapshot, _Counts(len(messages), self.counter(messages), [0]))
+        running = list(accumulate((self.counter([m]) for m in messages), initial=0))
+        return _Memo(snapshot, _Counts(0, 0, running))
 
     def _extend(
-        self,
-        previous: HistoryScan,
-        same: int,
-        messages: Sequence[BaseMessage],
-        fields: list[Fields],
-    ) -> HistoryScan:
-        """The previous scan's first ``same`` messages are unchanged: count only the rest."""
+        self, previous: _Memo, same: int, messages: Sequence[BaseMessage], fields: list[Fields]
+    ) -> _Memo:
+        """The previous history's first ``same`` messages are unchanged: count only the rest."""
         snapshot = previous.fields[:same]
         snapshot.extend(map(dict.copy, fields[same:]))
         old = previous.counts
@@ -313,22 +318,15 @@ class HistoryIndex:
         running.extend(accumulate(new, initial=running[-1]))
         del running[same - old.split + 1]  # accumulate repeats its initial value
         with _LOCK:
-            states = previous.states[: same // _BLOCK + 1]
-            legacy = previous.legacy[: same + 1]
-            hashes = _below(previous.hashes, same)
-            singles = {i: n for i, n in previous.singles.items() if i < same}
-            heads = _below(previous.heads, same)
-        return HistoryScan(
-            messages,
-            snapshot,
-            self.counter,
-            _Counts(old.split, old.head, running),
-            states,
-            hashes,
-            legacy,
-            singles,
-            heads,
-        )
+            return _Memo(
+                snapshot,
+                _Counts(old.split, old.head, running),
+                previous.states[: same // _BLOCK + 1],
+                _below(previous.hashes, same),
+                previous.legacy[: same + 1],
+                {i: n for i, n in previous.singles.items() if i < same},
+                _below(previous.heads, same),
+            )
 
 
 def _below(cache: Mapping[int, Any], limit: int) -> dict[int, Any]:

@@ -38,6 +38,10 @@ def test_overhead_quick_prints_the_table() -> None:
         "ms",
         "1-node",
         "ms",
+        "2-node",
+        "ms",
+        "own",
+        "ms",
         "counter",
         "ms",
         "passes",
@@ -58,3 +62,15 @@ def test_precompaction_benchmark_quick_mode_runs() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "p95 added latency with pre-compaction" in done.stdout
+
+
+def test_agent_turn_quick_prints_both_configurations() -> None:
+    """A real create_agent on SqliteSaver, with and without the middleware, in quick mode."""
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "agent_turn.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--quick"], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines() if line.startswith("  1000")]
+    assert [row[1] for row in rows] == ["passthrough", "reuse"]
+    assert "[agent_turn]" in done.stderr  # progress goes to stderr

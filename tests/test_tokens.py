@@ -111,7 +111,7 @@ def test_lazy_counts_equal_counting_each_message(
         messages = history[:end]
         a, b = lazy.scan(KEY, messages), eager.scan(KEY, messages)
         if step == 0:  # counted in one call; later messages one by one
-            assert a.counts.split == end and len(a.counts.running) == 1
+            assert a.memo.counts.split == end and len(a.memo.counts.running) == 1
         for ask in asks:
             at = ask % (end + 1)
             assert a.prefix(at) == b.prefix(at)
