@@ -2,8 +2,10 @@
 
 Past ``precompact_ratio`` of a trigger, a call passes through as usual and starts the summary a
 compaction would make now: in a daemon thread on the sync path, in a task on the running event
-loop on the async path (the ``Start`` effect). It lands in the store like any summary; when the
-trigger fires, the lookup finds it and the call only assembles. One job per thread at a time; a
+loop on the async path (the ``Start`` effect). Its cutoff is planned for where the keep window
+will be when the trigger fires, and stops a unit or two short of that when this spares a
+summary call carrying only a sliver of transcript. It lands in the store like any summary; when
+the trigger fires, the lookup finds it and the call only assembles. One job per thread at a time; a
 call whose trigger fires while the job runs waits for it instead of starting a second. Nothing
 partial is stored (the store writes a summary in one transaction), and a process or loop that
 ends simply drops the job: daemon threads stop with the interpreter, and pending tasks are
@@ -60,22 +62,24 @@ def precompact_step(
     return (yield from summarize(pipe, measured, Decision(state, newest, plan)))
 
 
-def summary_calls(pipe: Pipeline, measured: Measured, plan: Partition) -> int:
-    """How many summary calls making ``plan`` takes (its evicted messages, chunked as the
-    summarize step chunks them)."""
-    settings, scan = pipe.settings, measured.scan
+def call_capacity(pipe: Pipeline, previous: SummaryRecord | None) -> int | None:
+    """Most transcript tokens one summary call carries, as the summarize step reckons it."""
+    settings = pipe.settings
     config = settings.config
     overhead = settings.counter([HumanMessage(content=config.update_prompt)])
-    if plan.previous is not None:
-        overhead += settings.counter([HumanMessage(content=plan.previous.summary)])
-    trim = pipe.memory.transcript_capacity(
+    if previous is not None:
+        overhead += settings.counter([HumanMessage(content=previous.summary)])
+    return pipe.memory.transcript_capacity(
         config.trim_tokens_to_summarize, overhead, config.max_summary_tokens
     )
+
+
+def summary_calls(pipe: Pipeline, measured: Measured, plan: Partition, capacity: int) -> int:
+    """How many calls making ``plan`` takes: its evicted messages chunked as summarize does."""
     evicted = [measured.messages[i] for i in plan.evicted]
-    tokens = [scan.tokens_between(i, i + 1) for i in plan.evicted]
-    return len(
-        plan_chunks(evicted, tokens, trim, config.max_summary_chunks, settings.counter).chunks
-    )
+    tokens = [measured.scan.tokens_between(i, i + 1) for i in plan.evicted]
+    most, counter = pipe.settings.config.max_summary_chunks, pipe.settings.counter
+    return len(plan_chunks(evicted, tokens, capacity, most, counter).chunks)
 
 
 def in_fewer_calls(
@@ -89,20 +93,25 @@ def in_fewer_calls(
 
     A prepared summary evicts all it can, so its last call often carries a sliver of
     transcript beside the whole prompt and the previous summary. Stopping at an earlier unit
-    (one that still leaves the headroom) saves that call; the messages left out go into the
-    next summary, which pays no extra call for them.
+    saves that call, as long as it still leaves the headroom and leaves out less than one
+    call's worth; the messages left out go into the next summary, which reads them anyway.
     """
-    calls = summary_calls(pipe, measured, plan)
+    capacity = call_capacity(pipe, in_use)
+    if capacity is None:
+        return plan  # no bound on a call: one call already
+    calls = summary_calls(pipe, measured, plan, capacity)
     if calls <= 1:
         return plan
-    start = in_use.covered_messages if in_use else measured.lead
+    scan, start = measured.scan, in_use.covered_messages if in_use else measured.lead
     for first, _ in reversed(split_tool_units(measured.messages, start)[1:]):
         if first >= plan.cutoff:
             continue
+        if scan.tokens_between(first, plan.cutoff) > capacity:
+            break  # more than the call it would save
         shorter = plan_partition(pipe, measured, in_use, headroom, first)
         if shorter is None or shorter.cutoff != first:
             break  # evicting less would not leave the headroom
-        if summary_calls(pipe, measured, shorter) < calls:
+        if summary_calls(pipe, measured, shorter, capacity) < calls:
             return shorter
     return plan
 

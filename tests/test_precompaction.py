@@ -220,3 +220,36 @@ def test_event_loop_shutdown_drops_in_flight_work_cleanly(tmp_path: Path) -> Non
     assert "IN FLIGHT" in done.stdout
     assert done.stderr == ""
     assert SummaryStore(f"sqlite:///{tmp_path / 'exit.db'}").list_summaries("t") == []
+
+
+def _wait_for_landing(store: SummaryStore, stored: int, started: bool) -> int:
+    """Summaries stored once the job this call started (if any) has landed."""
+    deadline = time.monotonic() + 10
+    while started and len(store.list_summaries("t")) == stored:
+        assert time.monotonic() < deadline, "the background summary never landed"
+        time.sleep(0.02)
+    return len(store.list_summaries("t"))
+
+
+def test_a_prepared_summary_takes_no_call_for_a_sliver_of_transcript(
+    store: SummaryStore,
+) -> None:
+    # Evicting all it can, each prepared summary here would carry a little over 1,000 tokens
+    # of transcript: a second call for the last few messages, the prompt and previous
+    # summary paid again. Stopping a unit or two earlier, within the headroom, saves it.
+    summarizer = RecordingSummarizer()
+    config = {**CONFIG, "trim_tokens_to_summarize": 1000}
+    graph = create_compaction_graph(config, model=summarizer, store=store)
+    messages: list[BaseMessage] = chat(1)
+    foreground, stored = 0, 0
+    for turn in range(30):
+        messages = _turn(messages, turn)
+        events = list(graph.stream(graph_input(messages), THREAD, stream_mode="custom"))
+        starts = [e.get("background", False) for e in events if e["type"] == "context_compacting"]
+        foreground += starts.count(False)
+        stored = _wait_for_landing(store, stored, True in starts)
+        messages = _reply(messages, turn)
+    records = store.list_summaries("t")
+    assert len(records) >= 3
+    assert summarizer.call_count == len(records)  # one call each
+    assert foreground == 0  # and each served its trigger in time: no call made a summary
