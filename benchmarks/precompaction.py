@@ -7,7 +7,7 @@ input tokens; between two calls the agent's own model "runs" for ``--pause`` sec
 modes replay the same turns with the same settings; only ``precompact_ratio`` differs.
 
     python benchmarks/precompaction.py            # full replay, a few minutes
-    python benchmarks/precompaction.py --before   # and the planning before issue 11 beside it
+    python benchmarks/precompaction.py --before   # and the earlier plannings of issue 11 beside it
     python benchmarks/precompaction.py --quick    # a short smoke run
 
 Aim: p95 added latency under 50 ms with pre-compaction on, at most +15% summarizer tokens per
@@ -159,16 +159,31 @@ def plan_cutoff_now(pipe: Any, measured: Any, in_use: Any) -> int:
     return find_keep_start(measured.messages, measured.scan, measured.lead, keep, window)
 
 
+def every_call(pipe: Any, measured: Any, in_use: Any, headroom: float, plan: Any) -> Any:
+    """The planning before the sliver check: the prepared cutoff whatever its last call holds."""
+    return plan
+
+
 def replay(
-    mode: str, ratio: float | None, seconds: float, pause: float, quick: bool, now: bool = False
+    mode: str,
+    ratio: float | None,
+    seconds: float,
+    pause: float,
+    quick: bool,
+    planning: str = "now",
 ) -> ModeResult:
-    """One mode over every trace; ``now`` plans prepared summaries as before issue 11."""
+    """One mode over every trace. ``planning``: ``now`` (today's), ``trigger`` (the cutoff for
+    the keep window at the trigger, without the sliver check), ``old`` (before issue 11: the
+    keep window of the call that prepares)."""
     summarizer = SleepingSummarizer(seconds=seconds)
     added: list[float] = []
     turns = covered = 0
     groups: dict[str, Tally] = {}
-    planner = _background.keep_start_at_trigger
-    _background.keep_start_at_trigger = plan_cutoff_now if now else planner
+    planner, fewer = _background.keep_start_at_trigger, _background.in_fewer_calls
+    if planning == "old":
+        _background.keep_start_at_trigger = plan_cutoff_now
+    if planning in ("old", "trigger"):
+        _background.in_fewer_calls = every_call
     try:
         with tempfile.TemporaryDirectory(prefix="compaction-precompact-") as tmp:
             store = SummaryStore(f"sqlite:///{Path(tmp) / 'summaries.db'}")
@@ -208,7 +223,7 @@ def replay(
                 groups.setdefault(name.split()[0], Tally()).add(tally)
             store.close()
     finally:
-        _background.keep_start_at_trigger = planner
+        _background.keep_start_at_trigger, _background.in_fewer_calls = planner, fewer
     print(file=sys.stderr)
     calls, tokens = summarizer.calls, summarizer.input_tokens
     return ModeResult(mode, added, calls, tokens, turns, covered, groups)
@@ -229,14 +244,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--before",
         action="store_true",
         help="also replay 'on-old': prepared summaries cut where the keep window is when they "
-        "are prepared (the planning before issue 11), side by side with the other modes",
+        "are prepared (the planning before issue 11), and 'on-trg': cut for the keep window at "
+        "the trigger, without the check that spares a call for a sliver of transcript; side by "
+        "side with the other modes",
     )
     args = parser.parse_args(argv)
     seconds = args.summary_seconds if not args.quick else min(args.summary_seconds, 0.3)
     pause = args.pause if not args.quick else min(args.pause, 0.1)
     results = [replay("off", None, seconds, pause, args.quick)]
     if args.before:
-        results.append(replay("on-old", args.ratio, seconds, pause, args.quick, now=True))
+        results.append(replay("on-old", args.ratio, seconds, pause, args.quick, "old"))
+        results.append(replay("on-trg", args.ratio, seconds, pause, args.quick, "trigger"))
     results.append(replay("on", args.ratio, seconds, pause, args.quick))
     print(
         f"summarizer {seconds:g} s per call, agent pause {pause:g} s, "
