@@ -77,7 +77,7 @@ def call_capacity(pipe: Pipeline, previous: SummaryRecord | None) -> int | None:
 def summary_calls(pipe: Pipeline, measured: Measured, plan: Partition, capacity: int) -> int:
     """How many calls making ``plan`` takes: its evicted messages chunked as summarize does."""
     evicted = [measured.messages[i] for i in plan.evicted]
-    tokens = [measured.scan.tokens_between(i, i + 1) for i in plan.evicted]
+    tokens = list(map(measured.scan.token, plan.evicted))
     most, counter = pipe.settings.config.max_summary_chunks, pipe.settings.counter
     return len(plan_chunks(evicted, tokens, capacity, most, counter).chunks)
 

@@ -63,6 +63,7 @@ _BLOCK = 64
 _MIN_STRETCH = 32
 _MAX_HASHES = 64
 _MAX_SINGLES = 16
+_SHORT_HEAD = 8
 _MAX_THREADS = 1024
 _LOCK = threading.RLock()  # a background summary may fill the same scan as the call
 _TYPE, _ID, _NAME, _CONTENT = map(operator.itemgetter, ("type", "id", "name", "content"))
@@ -188,7 +189,7 @@ class HistoryScan:
             return counts.head + counts.running[end - counts.split]
         if end == 0:
             return 0
-        if end < counts.split - end:  # cheaper to count the short head as one list
+        if end <= _SHORT_HEAD:  # the leading system messages, say: one list call
             with _LOCK:
                 if end not in self.memo.heads:
                     self.memo.heads[end] = self.counter(self.messages[:end])

@@ -179,3 +179,34 @@ def test_a_shorter_history_reuses_its_prefix() -> None:
     scan = index.scan(KEY, history[:100])
     assert scan.total == count_tokens_approximately(history[:100])
     assert scan.prefix_hash(100) == HistoryIndex().scan(KEY, history[:100]).prefix_hash(100)
+
+
+def test_walking_a_history_counted_in_one_call_stays_linear() -> None:
+    """Asking for every prefix and every message, in either order, counts each message a few
+    times at most, not once per question."""
+    history = _long(2000)
+    counted: list[int] = []
+
+    def counting(messages: Sequence[BaseMessage]) -> int:
+        counted.append(len(messages))
+        return count_tokens_approximately(messages)
+
+    each = [count_tokens_approximately([m]) for m in history]
+    prefixes = [sum(each[:at]) for at in range(0, 2001, 250)]
+    for order, tokens_too in (
+        (range(2001), False),
+        (range(2000, -1, -1), False),
+        (range(2001), True),
+    ):
+        index = HistoryIndex()
+        index.counter = counting  # the default counter, watched: lazy counting stays on
+        assert index.additive
+        counted.clear()
+        scan = index.scan(KEY, history)
+        for at in order:
+            prefix = scan.prefix(at)
+            if at % 250 == 0:
+                assert prefix == prefixes[at // 250]
+            if tokens_too and at < 2000:
+                assert scan.token(at) == each[at]
+        assert sum(counted) <= 3 * len(history)
