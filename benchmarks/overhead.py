@@ -31,7 +31,11 @@ Method:
   ``{}``, compiled with ``checkpointer=False``, invoked on the same history object right before
   the compaction call: what LangGraph alone costs for five steps over this input.
   ``overhead = median - floor median``. A passthrough call runs one node, not five, so its
-  overhead can come out negative at small sizes.
+  overhead can come out negative at small sizes. Two more floors on the same history: one
+  empty node (``1-node ms``), and an empty node routing by ``Command`` to one that writes the
+  output (``2-node ms``, the reuse path's shape). ``own ms`` is the median minus the empty graph
+  of the same path (one node for passthrough, two for reuse, five for restart): the pipeline's
+  own work.
 - Timer: ``time.perf_counter_ns`` (or ``time.process_time_ns``) around ``invoke`` only. The
   pre-built copies are moved out of the collector's reach (``gc.freeze``); the collector runs
   between calls and is paused during each timed call, as ``timeit`` does.
