@@ -65,7 +65,6 @@ _MAX_HASHES = 64
 _MAX_SINGLES = 16
 _SHORT_HEAD = 8
 _MAX_THREADS = 1024
-_LOCK = threading.RLock()  # a background summary may fill the same scan as the call
 _TYPE, _ID, _NAME, _CONTENT = map(operator.itemgetter, ("type", "id", "name", "content"))
 
 
@@ -164,6 +163,8 @@ class _Memo:
     """Counts of single messages inside the head (rescued messages, say)."""
     heads: dict[int, int] = field(default_factory=dict)
     """Counts of short prefixes inside the head (the leading system messages)."""
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    """Held while filling it in: a background summary may share the call's scan."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -190,7 +191,7 @@ class HistoryScan:
         if end == 0:
             return 0
         if end <= _SHORT_HEAD:  # the leading system messages, say: one list call
-            with _LOCK:
+            with self.memo.lock:
                 if end not in self.memo.heads:
                     self.memo.heads[end] = self.counter(self.messages[:end])
                 return self.memo.heads[end]
@@ -201,7 +202,7 @@ class HistoryScan:
         """Tokens of ``messages[index]``."""
         counts = self.memo.counts
         if index < counts.split:
-            with _LOCK:
+            with self.memo.lock:
                 if index in self.memo.singles:
                     return self.memo.singles[index]
                 if len(self.memo.singles) < _MAX_SINGLES:  # a rescued message, say
@@ -222,7 +223,7 @@ class HistoryScan:
 
     def _count_from(self, index: int) -> _Counts:
         """Count one by one back to ``index``, at least doubling the stretch (walks stay linear)."""
-        with _LOCK:
+        with self.memo.lock:
             counts = self.memo.counts
             if index >= counts.split:
                 return counts
@@ -240,7 +241,7 @@ class HistoryScan:
         if known is not None:
             return known
         blocks, rest = divmod(end, _BLOCK)
-        with _LOCK:
+        with self.memo.lock:
             states = self.memo.states
             while len(states) <= blocks:
                 state = states[-1].copy()
@@ -251,7 +252,7 @@ class HistoryScan:
         if rest:
             state.update(_block_bytes(self.memo.fields[end - rest : end]))
         digest = HASH_TAG + state.hexdigest()
-        with _LOCK:
+        with self.memo.lock:
             if len(self.memo.hashes) >= _MAX_HASHES:
                 self.memo.hashes.clear()
             self.memo.hashes[end] = digest
@@ -259,7 +260,7 @@ class HistoryScan:
 
     def legacy_prefix_hash(self, end: int) -> str:
         """The earlier versions' hash of ``messages[:end]`` (summaries they stored)."""
-        with _LOCK:
+        with self.memo.lock:
             chain = self.memo.legacy
             for index in range(len(chain) - 1, end):
                 digest = legacy_digest(self.memo.fields[index])
@@ -318,7 +319,7 @@ class HistoryIndex:
         new = (self.counter([m]) for m in messages[same:])
         running.extend(accumulate(new, initial=running[-1]))
         del running[same - old.split + 1]  # accumulate repeats its initial value
-        with _LOCK:
+        with previous.lock:
             return _Memo(
                 snapshot,
                 _Counts(old.split, old.head, running),
