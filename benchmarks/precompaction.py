@@ -35,8 +35,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import RunnableConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from conversations import graph_input
 from traces import concatenate_sessions, load_swe_gym, load_tau_bench_airline, model_call_points
 
 from langgraph_compaction import SummaryStore, _background, create_compaction_graph
@@ -195,11 +197,11 @@ def replay(
                 }
                 graph = create_compaction_graph(config, model=summarizer, store=store)
                 points = model_call_points(messages)[: 40 if quick else None]
-                thread = {"configurable": {"thread_id": f"{mode}-{name}"}}
+                thread: RunnableConfig = {"configurable": {"thread_id": f"{mode}-{name}"}}
                 tokens_before, served = summarizer.input_tokens, set()
                 for index, end in enumerate(points, 1):
                     started = time.perf_counter()
-                    out = graph.invoke({"messages": messages[:end]}, thread)
+                    out = graph.invoke(graph_input(messages[:end]), thread)
                     added.append((time.perf_counter() - started) * 1000)
                     served.add(out["compaction"].summary_id)
                     turns += 1
