@@ -13,9 +13,11 @@ for the first time (a restarted worker) is counted in one call, and per-message 
 made only for the stretches a caller asks about (the kept tail, a rescued message). Any other
 counter is called once per message.
 
-A prefix hash (what a stored summary is matched by) digests each message's type, id, name,
-tool call id, content and tool calls, pickled (in C) in blocks of 64 messages; the hasher
-after each whole block is kept, so the hash of any prefix costs at most 63 messages more.
+A prefix hash (what a stored summary is matched by) is one blake2b over the messages' type,
+id, name, tool call id, content and tool calls, each message pickled on its own, back to back
+(written in C, a run of messages at a time). The hasher is kept where the last hash ended and
+after every 64 messages, so a growing thread hashes only its new messages, and the hash of an
+earlier prefix costs at most 63 messages more.
 Hashes stored by earlier versions (untagged: a chain of per-message JSON digests) still match:
 that chain is computed only when such a summary is checked.
 """
@@ -89,12 +91,13 @@ def count_fixed_tokens(
     return total
 
 
-def _block_bytes(fields: Sequence[Fields]) -> bytes:
-    """What a run of messages adds to a prefix hash, written in C.
+def _run_bytes(fields: Sequence[Fields]) -> bytes:
+    """What a run of messages adds to a prefix hash: each message's row pickled on its own
+    (protocol 2, no memo, so the same values always give the same bytes), back to back.
 
-    A pickle without its memo: the same values always give the same bytes, whatever objects
-    they share (a memo would write a repeated object as a back-reference). Values pickle
-    cannot write (an odd object in a content block) fall back to ``repr``.
+    Pickled as one list in C, whose own opcodes are then cut off: ``]`` and ``(`` before the
+    rows (one row: no ``(``), ``e`` (``a``) and the stop after them. A run that pickle cannot
+    write (an odd object in a content block) is written row by row, such rows by ``repr``.
     """
     rows = list(
         zip(
@@ -107,14 +110,28 @@ def _block_bytes(fields: Sequence[Fields]) -> bytes:
             strict=True,
         )
     )
-    buffer = io.BytesIO()
-    pickler = pickle.Pickler(buffer, protocol=5)
-    pickler.fast = True
+    if not rows:
+        return b""
     try:
-        pickler.dump(rows)
+        whole = _pickled(rows)
     except Exception:  # not picklable, or self-referencing
-        return b"repr:" + repr(rows).encode("utf-8", "surrogatepass")
+        return b"".join(map(_row_bytes, rows))
+    return whole[3 if len(rows) == 1 else 4 : -2]  # after PROTO 2 and the list's opcodes
+
+
+def _pickled(value: object) -> bytes:
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=2)
+    pickler.fast = True  # no memo: a repeated object is written again, not referenced
+    pickler.dump(value)
     return buffer.getvalue()
+
+
+def _row_bytes(row: tuple[object, ...]) -> bytes:
+    try:
+        return _pickled(row)[2:-1]  # without PROTO 2 and the stop
+    except Exception:
+        return b"repr:" + repr(row).encode("utf-8", "surrogatepass")
 
 
 def legacy_digest(fields: Fields) -> bytes:
@@ -155,7 +172,9 @@ class _Memo:
     """Shallow copies of each message's fields: what the next call compares."""
     counts: _Counts
     states: list[hashlib.blake2b] = field(default_factory=lambda: [hashlib.blake2b(digest_size=16)])
-    """The hasher after each whole block of messages (never updated in place)."""
+    """The hasher after every ``_BLOCK`` messages (never updated in place)."""
+    frontier: tuple[int, hashlib.blake2b] = (0, hashlib.blake2b(digest_size=16))
+    """Where the furthest hash ended, and the hasher there (never updated in place)."""
     hashes: dict[int, str] = field(default_factory=dict)
     legacy: list[bytes] = field(default_factory=lambda: [b""])
     """The earlier format's chain, ``legacy[i]`` for ``messages[:i]``; filled on demand."""
@@ -240,17 +259,21 @@ class HistoryScan:
         known = self.memo.hashes.get(end)
         if known is not None:
             return known
-        blocks, rest = divmod(end, _BLOCK)
-        with self.memo.lock:
-            states = self.memo.states
-            while len(states) <= blocks:
-                state = states[-1].copy()
-                done = (len(states) - 1) * _BLOCK
-                state.update(_block_bytes(self.memo.fields[done : done + _BLOCK]))
-                states.append(state)
-            state = states[blocks].copy()
-        if rest:
-            state.update(_block_bytes(self.memo.fields[end - rest : end]))
+        memo = self.memo
+        with memo.lock:
+            reached, state = memo.frontier
+            if end < reached:  # an earlier prefix: from the block it falls in
+                reached = end - end % _BLOCK
+                state = memo.states[reached // _BLOCK]
+            state = state.copy()
+            while reached < end:
+                stop = min(end, reached - reached % _BLOCK + _BLOCK)
+                state.update(_run_bytes(memo.fields[reached:stop]))
+                reached = stop
+                if reached % _BLOCK == 0 and reached // _BLOCK == len(memo.states):
+                    memo.states.append(state.copy())
+            if end > memo.frontier[0]:
+                memo.frontier = (end, state.copy())
         digest = HASH_TAG + state.hexdigest()
         with self.memo.lock:
             if len(self.memo.hashes) >= _MAX_HASHES:
@@ -320,10 +343,15 @@ class HistoryIndex:
         running.extend(accumulate(new, initial=running[-1]))
         del running[same - old.split + 1]  # accumulate repeats its initial value
         with previous.lock:
+            states = previous.states[: same // _BLOCK + 1]
+            frontier = previous.frontier
+            if frontier[0] > same:  # it ended past the change: back to the last whole block
+                frontier = ((len(states) - 1) * _BLOCK, states[-1])
             return _Memo(
                 snapshot,
                 _Counts(old.split, old.head, running),
-                previous.states[: same // _BLOCK + 1],
+                states,
+                frontier,
                 _below(previous.hashes, same),
                 previous.legacy[: same + 1],
                 {i: n for i, n in previous.singles.items() if i < same},

@@ -7,8 +7,10 @@ versions (the untagged chain) must keep matching.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
+import pytest
 from conversations import chat, tool_batch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,6 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+from langgraph_compaction import _tokens
 from langgraph_compaction._tokens import HASH_TAG, HistoryIndex, HistoryScan
 
 KEY = ("ns", "t")
@@ -44,12 +47,12 @@ LEGACY = (
     "2db9b2513af5c6e06e3a1b3463957616",
 )
 CURRENT = (
-    "v2:1893e9b63180c8f805ddd5a36871454d",
-    "v2:d0d683ce30dac65964730f45978dec89",
-    "v2:ddf8538ea9037e2b3f780f11b41d35f0",
-    "v2:366d68936d239640cfee82ee559d59e8",
-    "v2:9a8a1b7148b5f2b8a610e59d12ab0b8f",
-    "v2:acb922c93c98a6acb35189368559d83d",
+    "v2:3e7782065ff570f9a85bc197ee66a339",
+    "v2:9bdc4f6be2685b55de93438a138ac00d",
+    "v2:12107712b112c3bf5c3c5d9afbfdb410",
+    "v2:228b3531ae3ca377ee3fc0656c29d292",
+    "v2:8cc3e73ba9a7399cea507162d161b7b0",
+    "v2:e87f9b5a100d23235096024fc40b3efd",
 )
 
 
@@ -210,3 +213,38 @@ def test_walking_a_history_counted_in_one_call_stays_linear() -> None:
             if tokens_too and at < 2000:
                 assert scan.token(at) == each[at]
         assert sum(counted) <= 3 * len(history)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    texts=st.lists(st.text(max_size=30), min_size=1, max_size=70),
+    odd=st.lists(st.integers(0, 69), max_size=3),
+)
+def test_a_run_hashes_as_its_messages_one_by_one(texts: list[str], odd: list[int]) -> None:
+    """A run is pickled as one list and its opcodes cut off; it must give the bytes of its
+    messages pickled one by one, odd ones (that pickle cannot write) included."""
+    fields: list[dict[str, object]] = [
+        {"type": "human", "id": f"m{i}", "name": None, "content": text}
+        for i, text in enumerate(texts)
+    ]
+    for i in odd:
+        if i < len(fields):
+            fields[i]["content"] = [{"type": "text", "text": "x", "lock": threading.Lock()}]
+    one_by_one = b"".join(_tokens._run_bytes([f]) for f in fields)
+    assert _tokens._run_bytes(fields) == one_by_one
+
+
+def test_a_growing_thread_hashes_only_its_new_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    history = _long(400)
+    hashed: list[int] = []
+    run_bytes = _tokens._run_bytes
+
+    def counting(fields: Sequence[dict[str, object]]) -> bytes:
+        hashed.append(len(fields))
+        return run_bytes(fields)
+
+    monkeypatch.setattr(_tokens, "_run_bytes", counting)
+    index = HistoryIndex()
+    for end in range(200, 401):
+        index.scan(KEY, history[:end]).prefix_hash(end)  # as each pruning epoch check does
+    assert sum(hashed) == 400  # each message once
