@@ -81,7 +81,11 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.sqlite import SqliteSaver
+from overhead import ANSWERS, QUESTIONS, tool_result
 from pydantic import Field
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from fakes import RecordingSummarizer
 
 from langgraph_compaction import CompactionMiddleware, SummaryStore
 
@@ -97,41 +101,11 @@ CONFIGS = ("passthrough", "reuse")
 
 # --------------------------------------------------------------------------- conversation
 
-_QUESTIONS = (
-    "Why does the nightly export job time out after the schema migration?",
-    "Can you check which indexes exist on the orders table?",
-    "What would change if we batched the inserts in groups of 500?",
-    "Is the retry policy in worker.py safe for non-idempotent writes?",
-    "Show me the slowest queries from yesterday's log.",
-    "Could the connection pool size be the bottleneck here?",
-)
-_ANSWERS = (
-    "The export scans orders without an index on updated_at since migration 0042 dropped it; "
-    "each run now reads the whole table, which is why it crosses the 15-minute limit.",
-    "Batching in groups of 500 cuts round trips by two orders of magnitude; the transaction "
-    "stays short enough that replicas keep up, so I would start there.",
-    "The retry wrapper re-sends the whole request on a timeout, so a write that reached the "
-    "database twice is possible; an idempotency key on the payments call would close that.",
-    "The pool allows 10 connections while 24 workers share it, so most of the wait is queueing "
-    "for a connection rather than the query itself.",
-)
-
-
-def sql_result(query: str) -> str:
-    """A tool output of a few hundred characters that depends on the query."""
-    seed = sum(map(ord, query))
-    rows = "\n".join(
-        f"{seed % 1000:03d}-{row}  orders_{row}  {1200 + 37 * row + seed % 97} ms  "
-        f"seq_scan={row % 2 == 0}"
-        for row in range(6)
-    )
-    return f"$ run_sql {query!r}\n{rows}\n-- 6 rows, exit status 0"
-
 
 @tool
 def run_sql(query: str) -> str:
     """Run a read-only SQL query against the orders database and return the rows."""
-    return sql_result(query)
+    return tool_result("run_sql", sum(map(ord, query)))
 
 
 def history(size: int, prefix: str) -> list[BaseMessage]:
@@ -143,16 +117,16 @@ def history(size: int, prefix: str) -> list[BaseMessage]:
         call_id = f"call_{prefix}_{turn}"
         query = f"select * from orders where turn = {turn}"
         messages += [
-            HumanMessage(_QUESTIONS[turn % len(_QUESTIONS)], id=f"{prefix}-u{turn}"),
+            HumanMessage(QUESTIONS[turn % len(QUESTIONS)], id=f"{prefix}-u{turn}"),
             AIMessage(
                 "",
                 id=f"{prefix}-c{turn}",
                 tool_calls=[{"name": "run_sql", "args": {"query": query}, "id": call_id}],
             ),
             ToolMessage(
-                sql_result(query), tool_call_id=call_id, name="run_sql", id=f"{prefix}-t{turn}"
+                run_sql.invoke(query), tool_call_id=call_id, name="run_sql", id=f"{prefix}-t{turn}"
             ),
-            AIMessage(_ANSWERS[turn % len(_ANSWERS)], id=f"{prefix}-a{turn}"),
+            AIMessage(ANSWERS[turn % len(ANSWERS)], id=f"{prefix}-a{turn}"),
         ]
     return messages
 
@@ -194,7 +168,7 @@ class InstantAgentModel(BaseChatModel):
         self.input_sizes.append(len(messages))
         last = messages[-1]
         if isinstance(last, ToolMessage):
-            reply = AIMessage(_ANSWERS[self.calls % len(_ANSWERS)])
+            reply = AIMessage(ANSWERS[self.calls % len(ANSWERS)])
         else:
             query = f"select * from orders where question = {self.calls}"
             reply = AIMessage(
@@ -204,28 +178,6 @@ class InstantAgentModel(BaseChatModel):
                 ],
             )
         return ChatResult(generations=[ChatGeneration(message=reply)])
-
-
-class InstantSummarizer(BaseChatModel):
-    """A deterministic, instant stand-in summarizer that counts its calls."""
-
-    calls: int = 0
-
-    @property
-    def _llm_type(self) -> str:
-        return "instant-summarizer"
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        self.calls += 1
-        lines = sum(len(m.text.splitlines()) for m in messages)
-        text = f"## Goal\nSpeed up the export job.\n## Progress\nRead {lines} prompt lines."
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
 
 
 # --------------------------------------------------------------------------- agents
@@ -269,7 +221,7 @@ class Contender:
     turn: int = 0
 
     def run_turn(self, gc_paused: bool) -> float:
-        message = HumanMessage(f"{_QUESTIONS[self.turn % len(_QUESTIONS)]} (live {self.turn})")
+        message = HumanMessage(f"{QUESTIONS[self.turn % len(QUESTIONS)]} (live {self.turn})")
         self.turn += 1
         spent_before = self.middleware.spent_ns if self.middleware is not None else 0
         gc.collect()
@@ -295,7 +247,7 @@ def build_contender(
     base: Sequence[BaseMessage],
     saver: SqliteSaver,
     store: SummaryStore,
-    summarizer: InstantSummarizer,
+    summarizer: RecordingSummarizer,
     clock: Callable[[], int],
 ) -> Contender:
     model = InstantAgentModel()
@@ -398,7 +350,7 @@ def measure_size(
     conn = sqlite3.connect(str(tmp / f"checkpoints-{size}.db"), check_same_thread=False)
     saver = SqliteSaver(conn)
     store = SummaryStore(f"sqlite:///{tmp / f'summaries-{size}.db'}")
-    summarizer = InstantSummarizer()
+    summarizer = RecordingSummarizer()
     try:
         base = history(size, f"h{size}")
         contenders = [
@@ -409,9 +361,9 @@ def measure_size(
             for _ in range(1 + warmup):
                 contender.run_turn(gc_paused)
             contender.inside_ms.clear()
-        if summarizer.calls == 0:
+        if summarizer.call_count == 0:
             raise SystemExit(f"{size}: the reuse agent's first turn did not summarize")
-        summaries_before = summarizer.calls
+        summaries_before = summarizer.call_count
         gc.collect()
         gc.freeze()
         try:
@@ -426,7 +378,7 @@ def measure_size(
                     _progress(f"{size:>6} messages: {k + 1}/{repeats} turns; medians ms {medians}")
         finally:
             gc.unfreeze()
-        resummarized = summarizer.calls - summaries_before
+        resummarized = summarizer.call_count - summaries_before
         without = contenders[0]
         rows = []
         for contender in contenders[1:]:
@@ -464,7 +416,7 @@ def profile(size: int, repeats: int, tmp: Path, config: str) -> None:
     store = SummaryStore(f"sqlite:///{tmp / 'profile-summaries.db'}")
     try:
         base = history(size, f"p{size}")
-        summarizer = InstantSummarizer()
+        summarizer = RecordingSummarizer()
         contender = build_contender(
             config, size, base, SqliteSaver(conn), store, summarizer, time.perf_counter_ns
         )

@@ -104,7 +104,7 @@ HEADER = (
 
 # --------------------------------------------------------------------------- messages
 
-_QUESTIONS = (
+QUESTIONS = (
     "Why does the nightly export job time out after the schema migration?",
     "Can you check which indexes exist on the orders table?",
     "What would change if we batched the inserts in groups of 500?",
@@ -112,7 +112,7 @@ _QUESTIONS = (
     "Show me the slowest queries from yesterday's log.",
     "Could the connection pool size be the bottleneck here?",
 )
-_ANSWERS = (
+ANSWERS = (
     "The export scans orders without an index on updated_at since migration 0042 dropped it; "
     "each run now reads the whole table, which is why it crosses the 15-minute limit.",
     "Batching in groups of 500 cuts round trips by two orders of magnitude; the transaction "
@@ -125,7 +125,7 @@ _ANSWERS = (
 _TOOLS = ("run_sql", "read_file", "grep_logs")
 
 
-def _tool_result(tool: str, turn: int) -> str:
+def tool_result(tool: str, turn: int) -> str:
     """A tool output of a few hundred characters, different on every turn."""
     rows = "\n".join(
         f"{turn:05d}-{row}  orders_{row}  {1200 + 37 * row + turn % 97} ms  seq_scan={row % 2 == 0}"
@@ -144,7 +144,7 @@ def conversation(size: int, prefix: str) -> list[BaseMessage]:
         turn += 1
         tool = _TOOLS[turn % len(_TOOLS)]
         call_id = f"call_{prefix}_{turn}"
-        messages.append(HumanMessage(_QUESTIONS[turn % len(_QUESTIONS)], id=f"{prefix}-u{turn}"))
+        messages.append(HumanMessage(QUESTIONS[turn % len(QUESTIONS)], id=f"{prefix}-u{turn}"))
         messages.append(
             AIMessage(
                 "",
@@ -154,22 +154,22 @@ def conversation(size: int, prefix: str) -> list[BaseMessage]:
         )
         messages.append(
             ToolMessage(
-                _tool_result(tool, turn), tool_call_id=call_id, name=tool, id=f"{prefix}-t{turn}"
+                tool_result(tool, turn), tool_call_id=call_id, name=tool, id=f"{prefix}-t{turn}"
             )
         )
-        messages.append(AIMessage(_ANSWERS[turn % len(_ANSWERS)], id=f"{prefix}-a{turn}"))
+        messages.append(AIMessage(ANSWERS[turn % len(ANSWERS)], id=f"{prefix}-a{turn}"))
     del messages[size:]
     # A history ends where a model call happens: after a user message or a tool result.
     while messages[-1].type not in ("human", "tool"):
-        messages[-1] = HumanMessage(_QUESTIONS[0], id=messages[-1].id)
+        messages[-1] = HumanMessage(QUESTIONS[0], id=messages[-1].id)
     return messages
 
 
 def new_turn(prefix: str, index: int) -> BaseMessage:
     """The ``index``-th message appended after the base history (answers and questions)."""
     if index % 2 == 0:
-        return AIMessage(_ANSWERS[index % len(_ANSWERS)], id=f"{prefix}-n{index}")
-    return HumanMessage(_QUESTIONS[index % len(_QUESTIONS)], id=f"{prefix}-n{index}")
+        return AIMessage(ANSWERS[index % len(ANSWERS)], id=f"{prefix}-n{index}")
+    return HumanMessage(QUESTIONS[index % len(QUESTIONS)], id=f"{prefix}-n{index}")
 
 
 _SERDE = JsonPlusSerializer()
