@@ -34,11 +34,9 @@ from pydantic import (
 from langgraph_compaction._config_models import (
     ConfigModel,
     ContextSize,
-    HardClearConfig,
     KeepSize,
     PruningConfig,
     RecallConfig,
-    SoftTrimConfig,
     at_least_one,
     count,
     is_pair,
@@ -51,15 +49,7 @@ from langgraph_compaction._config_models import (
 from langgraph_compaction._exceptions import CompactionConfigError
 from langgraph_compaction._prompts import DEFAULT_SUMMARY_PROMPT, DEFAULT_UPDATE_PROMPT
 
-__all__ = [
-    "CompactionConfig",
-    "ContextSize",
-    "HardClearConfig",
-    "KeepSize",
-    "PruningConfig",
-    "RecallConfig",
-    "SoftTrimConfig",
-]
+__all__ = ["CompactionConfig"]
 
 _REMOVED_KEYS = {
     "summarize": "`enabled: true` (or false) in the summarization section",

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from langgraph_compaction._config import (
-    CompactionConfig,
+from langgraph_compaction._config import CompactionConfig
+from langgraph_compaction._config_models import (
     ContextSize,
     HardClearConfig,
     KeepSize,

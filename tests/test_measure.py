@@ -13,7 +13,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction import CompactionConfig, SummaryStore, create_compaction_graph
-from langgraph_compaction._config import ContextSize, KeepSize
+from langgraph_compaction._config_models import ContextSize, KeepSize
 from langgraph_compaction._exceptions import CompactionConfigError
 from langgraph_compaction._thresholds import find_keep_start, fired_triggers, resolve_thresholds
 from langgraph_compaction._tokens import HistoryIndex, HistoryScan

@@ -46,7 +46,7 @@ from traces import (
 from typing_extensions import TypedDict
 
 from langgraph_compaction import CompactionReport, SummaryStore, create_compaction_graph
-from langgraph_compaction._config import PruningConfig
+from langgraph_compaction._config_models import PruningConfig
 from langgraph_compaction._messages import trim_middle as soft_trim_text
 from langgraph_compaction._pruning import (
     age_levels,
