@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Mapping
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import (
@@ -101,7 +101,15 @@ class CompactionConfig(ConfigModel):
     update_prompt: text_value = DEFAULT_UPDATE_PROMPT
     """Template merging the previous ``{summary}`` with newly evicted ``{messages}``."""
     max_summary_tokens: positive = 1024
-    """Output cap of the summary call."""
+    """Output cap of the summary call. A longer reply (beyond 10%) is cut at a line or
+    sentence boundary to this size; a summary is never stored larger."""
+    summary_timeout: Annotated[StrictFloat, value_range("> 0", lambda v: v > 0)] = 120.0
+    """Seconds one summary call may take; past it the call is a retryable failure (then the
+    fallback model, then the circuit breaker) and the agent's call goes ahead."""
+    summary_check: Literal["basic", "off"] = "basic"
+    """``basic``: a reply that is plainly not a summary (empty, the instruction read back, a
+    request for input, none of the conversation's terms in any script) is a failure.
+    ``off``: any non-blank reply is stored, for teams that judge summaries themselves."""
     reserve_ratio: Annotated[StrictFloat, value_range("in [0, 1)", lambda v: 0 <= v < 1)] = 0.05
     """Headroom: budget = context_window x (1 - reserve_ratio)."""
     context_window: positive | None = None

@@ -214,6 +214,9 @@ class PruningConfig(ConfigModel):
     """Glob patterns of tool names that may be pruned; empty: every tool."""
     tools_deny: list[str] = Field(default_factory=list)
     """Glob patterns of tool names never pruned; deny wins over allow."""
+    media_keep_last: count | None = None
+    """Media blocks (images, files, audio, video) older than this many user turns are replaced
+    in the model input by a text reference (kind, mime type, name or URL, size); null: off."""
 
     @model_validator(mode="before")
     @classmethod
