@@ -226,7 +226,11 @@ def _make(pipe: Pipeline, measured: Measured, decision: Decision, plan: Partitio
                 shortened += replanned.shortened
                 over_trim = replanned.over_trim
                 continue
-            reason = not_a_summary(reply.text, f"{text or ''}\n{transcript}")
+            reason = (
+                not_a_summary(reply.text, f"{text or ''}\n{transcript}")
+                if config.summary_check == "basic"
+                else None
+            )
             if reason is not None:
                 raise SummarizerError(f"the reply is not a summary ({reason})")
             memory.learn_summarizer_usage(reply.estimate, reply.input_tokens)
