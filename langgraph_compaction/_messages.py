@@ -204,7 +204,9 @@ def make_summary_message(
 ) -> HumanMessage:
     """The injected summary: identical bytes on every call until the next summary.
 
-    With recall on, it ends with one line telling the model how to get the originals back.
+    Marked as LangChain's and deepagents' summaries are (``name``, ``lc_source``), so tools that
+    know those recognise it, and hidden from chat UIs. With recall on, it ends with one line
+    telling the model how to get the originals back.
     """
     content = SUMMARY_PREFIX + summary_text
     if recall_tool:
@@ -213,5 +215,5 @@ def make_summary_message(
         content=content,
         name=SUMMARY_NAME,
         id=f"compaction-summary-{record_id}",
-        additional_kwargs={"hide_from_ui": True},
+        additional_kwargs={"hide_from_ui": True, "lc_source": "summarization"},
     )

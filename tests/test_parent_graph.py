@@ -318,7 +318,10 @@ def test_agent_sees_the_stored_summary_after_the_first_compaction(sync_drive: Dr
         record = by_id[report.summary_id or ""]
         assert summaries[0].content == SUMMARY_PREFIX + record.summary
         assert summaries[0].id == f"compaction-summary-{record.id}"
-        assert summaries[0].additional_kwargs == {"hide_from_ui": True}
+        assert summaries[0].additional_kwargs == {
+            "hide_from_ui": True,
+            "lc_source": "summarization",
+        }
         # The input still ends with the newest real message of the conversation.
         assert calls[n][-1].type in ("human", "tool")
         assert calls[n][-1].name != "summary"

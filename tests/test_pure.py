@@ -220,7 +220,10 @@ def test_leading_system_messages_and_the_latest_real_user_turn() -> None:
 def test_the_summary_message_is_the_same_bytes_every_time() -> None:
     first, again = make_summary_message("S.", "r1"), make_summary_message("S.", "r1")
     assert first == again and first.name == SUMMARY_NAME and first.id == "compaction-summary-r1"
-    assert first.additional_kwargs == {"hide_from_ui": True}
+    assert first.additional_kwargs == {
+        "hide_from_ui": True,
+        "lc_source": "summarization",
+    }
     with_recall = make_summary_message("S.", "r1", recall_tool="recall_messages")
     assert str(with_recall.content).startswith(str(first.content))
     assert "recall_messages" in str(with_recall.content)

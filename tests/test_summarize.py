@@ -69,7 +69,10 @@ def test_summary_message_format_and_stable_bytes(
     assert isinstance(summary, HumanMessage)
     assert summary.name == "summary"
     assert summary.content == "Here is a summary of the conversation to date:\n\n" + record.summary
-    assert summary.additional_kwargs == {"hide_from_ui": True}
+    assert summary.additional_kwargs == {
+        "hide_from_ui": True,
+        "lc_source": "summarization",
+    }
     assert summary.id == f"compaction-summary-{record.id}"
     # a brand-new graph (another process) builds the same bytes from the stored row
     other = _graph(SummaryStore(store.url), RecordingSummarizer())
