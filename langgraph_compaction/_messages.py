@@ -6,7 +6,7 @@ belongs to the AI message it directly follows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import convert_to_messages
@@ -17,12 +17,15 @@ __all__ = [
     "RECALL_LINE",
     "SUMMARY_NAME",
     "SUMMARY_PREFIX",
+    "answered_calls",
     "caller_index",
     "coerce_messages",
     "count_leading_system",
     "ensure_tool_pairs",
     "find_latest_user_index",
+    "has_unanswered_call",
     "is_real_user_message",
+    "keep_tool_calls",
     "make_summary_message",
     "split_tool_units",
     "tool_name_of",
@@ -161,6 +164,92 @@ def split_tool_units(messages: Sequence[BaseMessage], start: int = 0) -> list[tu
         units.append((index, end))
         index = end
     return units
+
+
+def answered_calls(messages: Sequence[BaseMessage], index: int) -> dict[int, int]:
+    """Which call of the AI message at ``index`` each tool result directly after it answers.
+
+    Maps the result's index to the call's position in ``tool_calls``. A result answers the
+    first unanswered call of its id (real traces reuse ids); a call at no position among the
+    values has no recorded result.
+    """
+    message = messages[index]
+    if not isinstance(message, AIMessage):
+        return {}
+    pending: list[str | None] = [call.get("id") or "" for call in message.tool_calls]
+    answered: dict[int, int] = {}
+    position = index + 1
+    while position < len(messages) and isinstance(result := messages[position], ToolMessage):
+        if result.tool_call_id in pending:
+            call = pending.index(result.tool_call_id)
+            pending[call] = None
+            answered[position] = call
+        position += 1
+    return answered
+
+
+def has_unanswered_call(messages: Sequence[BaseMessage], index: int) -> bool:
+    """Whether the AI message at ``index`` made a call that no result directly after answers."""
+    message = messages[index]
+    if not isinstance(message, AIMessage) or not message.tool_calls:
+        return False
+    return len(answered_calls(messages, index)) < len(message.tool_calls)
+
+
+_CALL_BLOCK_IDS = {"tool_use": "id", "tool_call": "id", "function_call": "call_id"}
+"""Content blocks that are tool calls (Anthropic, LangChain standard, OpenAI Responses), and
+the key of their call id."""
+_NOT_A_CALL = object()
+
+
+def _call_keys(ids: Sequence[object]) -> list[tuple[object, int]]:
+    """Each id with how many times it came before: the n-th block of an id is the n-th call."""
+    seen: dict[object, int] = {}
+    keys = []
+    for call_id in ids:
+        keys.append((call_id, seen.get(call_id, 0)))
+        seen[call_id] = seen.get(call_id, 0) + 1
+    return keys
+
+
+def _block_call_id(block: object) -> object:
+    """The call id of a content block that is a tool call, else ``_NOT_A_CALL``."""
+    if isinstance(block, dict) and isinstance(kind := block.get("type"), str):
+        field = _CALL_BLOCK_IDS.get(kind)
+        if field is not None:
+            return block.get(field)
+    return _NOT_A_CALL
+
+
+def keep_tool_calls(message: AIMessage, positions: Collection[int]) -> AIMessage:
+    """A copy that makes only the calls at ``positions`` of ``tool_calls``.
+
+    The calls' three forms stay in step: ``tool_calls``, the provider's raw
+    ``additional_kwargs["tool_calls"]`` (OpenAI) and the call blocks of the content
+    (Anthropic ``tool_use``, Responses ``function_call``, LangChain ``tool_call``), matched by
+    id and, for a repeated id, by order. Everything else (text, reasoning with its signature)
+    is kept byte for byte. With every call kept, the message itself comes back.
+    """
+    calls = message.tool_calls
+    if len(set(positions) & set(range(len(calls)))) == len(calls):
+        return message
+    keys = _call_keys([call.get("id") for call in calls])
+    wanted = {keys[p] for p in positions}
+    update: dict[str, object] = {"tool_calls": [c for p, c in enumerate(calls) if p in positions]}
+    raw = message.additional_kwargs.get("tool_calls")
+    if isinstance(raw, list):
+        raw_keys = _call_keys([c.get("id") if isinstance(c, dict) else None for c in raw])
+        kwargs = dict(message.additional_kwargs)
+        kwargs["tool_calls"] = [c for c, key in zip(raw, raw_keys, strict=True) if key in wanted]
+        update["additional_kwargs"] = kwargs
+    if isinstance(message.content, list):
+        block_keys = _call_keys([_block_call_id(block) for block in message.content])
+        update["content"] = [
+            block
+            for block, key in zip(message.content, block_keys, strict=True)
+            if key[0] is _NOT_A_CALL or key in wanted
+        ]
+    return message.model_copy(update=update)
 
 
 def ensure_tool_pairs(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], int]:

@@ -170,3 +170,78 @@ def test_headroom_keeps_the_next_calls_from_summarizing_again(
         actions.append(graph.invoke(graph_input(messages), THREAD)["compaction"].action)
     assert actions == ["reused", "reused", "reused"]
     assert summarizer.call_count == 1
+
+
+def _lost_call(tag: str, text: str = "let me look that up") -> AIMessage:
+    """An AI message whose call never got a result (the run was interrupted)."""
+    call = {"name": "lookup", "args": {"query": tag}, "id": f"{tag}-call", "type": "tool_call"}
+    return AIMessage(text, id=f"{tag}-ai", tool_calls=[call])
+
+
+def test_a_call_without_a_result_goes_to_the_summary_with_its_message(
+    store: SummaryStore, summarizer: RecordingSummarizer
+) -> None:
+    messages: list[BaseMessage] = [*chat(10), _lost_call("lost")]
+    messages += [HumanMessage("never mind, go on", id="go"), AIMessage("going on", id="on")]
+    messages += chat(2, system=False, prefix="late-")
+    graph = _graph(
+        store,
+        summarizer,
+        trigger={"type": "tokens", "value": 1000},
+        keep={"type": "messages", "value": 8},
+    )
+    result = graph.invoke(graph_input(messages), THREAD)
+    output, report = result["llm_input_messages"], result["compaction"]
+    assert report.action == "summarized"
+    assert report.repaired_pairs == 0  # no invented result
+    assert "lost-ai" not in _ids(output)
+    assert not any(isinstance(m, ToolMessage) for m in output)
+    transcript = summarizer.calls[0].transcript
+    assert "let me look that up" in transcript and "lookup(" in transcript
+    # the keep window still holds what follows the lost call
+    assert _ids(output)[-6:] == ["go", "on", "late-h0", "late-a0", "late-h1", "late-a1"]
+
+
+def test_a_call_without_a_result_as_the_newest_message_is_still_answered(
+    store: SummaryStore, summarizer: RecordingSummarizer
+) -> None:
+    messages: list[BaseMessage] = [*chat(10), _lost_call("newest")]
+    graph = _graph(
+        store,
+        summarizer,
+        trigger={"type": "tokens", "value": 1000},
+        keep={"type": "messages", "value": 4},
+    )
+    result = graph.invoke(graph_input(messages), THREAD)
+    output, report = result["llm_input_messages"], result["compaction"]
+    assert report.action == "summarized"
+    assert report.repaired_pairs == 1  # nothing else can be done with the newest message
+    assert _ids(output)[-2] == "newest-ai" and isinstance(output[-1], ToolMessage)
+
+
+def test_a_rescued_caller_with_a_lost_call_keeps_only_the_rescued_call(
+    store: SummaryStore, summarizer: RecordingSummarizer
+) -> None:
+    skill = skill_read("k", "/mnt/skills/pdf/SKILL.md")
+    caller = skill[0]
+    assert isinstance(caller, AIMessage)
+    lost = {"name": "lookup", "args": {"query": "gone"}, "id": "k-lost", "type": "tool_call"}
+    caller = caller.model_copy(update={"tool_calls": [*caller.tool_calls, lost]})
+    messages: list[BaseMessage] = [*chat(1), HumanMessage("build it", id="req"), caller, skill[1]]
+    for step in range(12):
+        messages += tool_batch(f"s{step}", 1)
+    graph = _graph(
+        store,
+        summarizer,
+        trigger={"type": "tokens", "value": 1200},
+        keep={"type": "messages", "value": 4},
+    )
+    result = graph.invoke(graph_input(messages), THREAD)
+    output, report = result["llm_input_messages"], result["compaction"]
+    assert report.action == "summarized" and report.repaired_pairs == 0
+    split = next(m for m in output if m.id == "k-ai")
+    assert isinstance(split, AIMessage)
+    assert [c["id"] for c in split.tool_calls] == ["k-skill"]
+    assert "k-skill-r" in _ids(output)
+    # the lost call reached the summarizer with its message
+    assert "lookup({'query': 'gone'})" in summarizer.calls[0].transcript

@@ -18,7 +18,13 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from .._call import Measured, Outcome, OutcomeInput
 from .._chunks import shorten_message
 from .._epochs import pruned_input, summary_phase, whole_history_phase
-from .._messages import ensure_tool_pairs, find_latest_user_index, split_tool_units
+from .._messages import (
+    answered_calls,
+    ensure_tool_pairs,
+    find_latest_user_index,
+    keep_tool_calls,
+    split_tool_units,
+)
 from .._pipeline import Pipeline
 from .._report import CompactionAction, CompactionReport, ContextGauge
 from .._settings import emit
@@ -31,28 +37,16 @@ __all__ = ["assemble", "assemble_node", "split_rescued_caller"]
 def split_rescued_caller(
     messages: Sequence[BaseMessage], index: int, rescued: set[int]
 ) -> BaseMessage:
-    """An AI message keeps only the calls whose results were rescued with it (by position)."""
+    """An AI message keeps only the calls whose results were rescued with it (by position).
+
+    The other calls, answered or not, went to the summary with the whole message; the copy
+    drops them in every form they take (``_messages.keep_tool_calls``).
+    """
     message = messages[index]
     if not isinstance(message, AIMessage) or not message.tool_calls:
         return message
-    results = []
-    position = index + 1
-    while position < len(messages) and isinstance(messages[position], ToolMessage):
-        results.append(position)
-        position += 1
-    if all(r in rescued for r in results):
-        return message
-    wanted = [
-        m.tool_call_id
-        for r in results
-        if r in rescued and isinstance(m := messages[r], ToolMessage)
-    ]
-    calls = []
-    for call in message.tool_calls:
-        if call.get("id") in wanted:
-            wanted.remove(call.get("id") or "")
-            calls.append(call)
-    return message.model_copy(update={"content": "", "tool_calls": calls})
+    answered = answered_calls(messages, index)
+    return keep_tool_calls(message, [call for r, call in answered.items() if r in rescued])
 
 
 def _shorten_newest_unit(body: list[BaseMessage], tokens: list[int], limit: int) -> int:

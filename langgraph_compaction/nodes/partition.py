@@ -1,7 +1,8 @@
 """partition: find the summary to reuse, or choose what a new summary evicts.
 
-The cutoff comes from ``keep``, snapped to whole tool units; the latest user request and
-recent skill files are rescued from the evicted side; stickiness headroom moves the cutoff
+The cutoff comes from ``keep``, snapped to whole tool units, and never before a call that no
+result answers (it goes to the summary with its message rather than get an invented result);
+the latest user request and recent skill files are rescued from the evicted side; stickiness headroom moves the cutoff
 forward until the kept side sits well below every trigger, so the next call reuses the
 summary instead of making another. A background summary of the thread still in flight is
 waited for (never a second summary of what is being made).
@@ -28,7 +29,13 @@ from .._effects import (
     thread_state,
 )
 from .._exceptions import SummaryStoreError, ThreadDeletedError
-from .._messages import caller_index, find_latest_user_index, split_tool_units
+from .._messages import (
+    answered_calls,
+    caller_index,
+    find_latest_user_index,
+    has_unanswered_call,
+    split_tool_units,
+)
 from .._pipeline import Pipeline, Precompact
 from .._summaries import (
     compressed_context,
@@ -111,6 +118,35 @@ def _callers_of(messages: Sequence[BaseMessage], results: Sequence[int]) -> set[
     return {caller_index(messages, i) for i in results if isinstance(messages[i], ToolMessage)}
 
 
+def _split_callers(messages: Sequence[BaseMessage], rescued: Sequence[int]) -> set[int]:
+    """Rescued AI messages that keep only some of their calls (the others' results were not
+    rescued, or never recorded): each goes to the summary whole, and a copy stays."""
+    kept = set(rescued)
+    split = set()
+    for index in rescued:
+        message = messages[index]
+        if isinstance(message, AIMessage) and message.tool_calls:
+            answered = answered_calls(messages, index)
+            if sum(1 for result in answered if result in kept) < len(message.tool_calls):
+                split.add(index)
+    return split
+
+
+def _past_unanswered_calls(
+    messages: Sequence[BaseMessage], units: Sequence[tuple[int, int]]
+) -> int:
+    """Where the kept side may start: after the newest unit with a call no result answers.
+
+    Such a call goes to the summary with its message instead of getting an invented result
+    (DeerFlow's rule). The newest unit is the exception: it is never evicted, and the final
+    pair check answers it.
+    """
+    for first, end in reversed(units[:-1]):
+        if has_unanswered_call(messages, first):
+            return end
+    return 0
+
+
 def plan_partition(
     pipe: Pipeline,
     measured: Measured,
@@ -134,7 +170,8 @@ def plan_partition(
         return None
     if keep_start is None:
         keep_start = find_keep_start(messages, scan, measured.lead, config.keep, settings.window)
-    candidates = [first for first, _ in units[1:] if first >= keep_start] or [units[-1][0]]
+    earliest = max(keep_start, _past_unanswered_calls(messages, units))
+    candidates = [first for first, _ in units[1:] if first >= earliest] or [units[-1][0]]
     previous_rescued = rescued_positions(pipe, previous, messages) if previous else ()
     summary_tokens = (
         pipe.memory.summary_message(previous, settings.recall_tool)[1] if previous else 0
@@ -155,8 +192,8 @@ def plan_partition(
         rescued = _rescue(messages, scan, config, start, cutoff, latest_user, old_skills)
     kept: set[int] = set(rescued)
     folded = [i for i in previous_rescued if i not in kept]
-    callers = _callers_of(messages, [i for i in range(start, cutoff) if i not in kept])
-    evicted = folded + [i for i in range(start, cutoff) if i not in kept or i in callers]
+    split = _split_callers(messages, rescued)
+    evicted = folded + [i for i in range(start, cutoff) if i not in kept or i in split]
     if not evicted:
         return None
     return Partition(
