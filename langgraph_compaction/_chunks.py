@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage
-from langchain_core.messages.utils import count_tokens_approximately
 
+from ._estimate import estimate_tokens
 from ._messages import trim_middle
 from ._tokens import TokenCounter
 
@@ -59,7 +59,7 @@ def plan_chunks(
     tokens: Sequence[int],
     trim: int | None,
     max_chunks: int,
-    counter: TokenCounter = count_tokens_approximately,
+    counter: TokenCounter = estimate_tokens,
 ) -> ChunkPlan:
     """Split evicted messages into at most ``max_chunks`` calls of at most ``trim`` tokens.
 

@@ -7,11 +7,11 @@ and only messages past the first difference are counted again. A steady-state ca
 each message once, in C, and counts only the new ones; an edit of any field, tool-call
 arguments included, is seen.
 
-Counting is lazy where the counter allows it. langchain-core's approximate counter rounds per
-message so that per-message counts add up to the count of the list; with it, a history seen
-for the first time (a restarted worker) is counted in one call, and per-message counts are
-made only for the stretches a caller asks about (the kept tail, a rescued message). Any other
-counter is called once per message.
+Counting is lazy where the counter allows it. The default counter (``_estimate``), like
+langchain-core's approximate one, rounds per message so that per-message counts add up to the
+count of the list; with either, a history seen for the first time (a restarted worker) is
+counted in one call, and per-message counts are made only for the stretches a caller asks
+about (the kept tail, a rescued message). Any other counter is called once per message.
 
 A prefix hash (what a stored summary is matched by) is one blake2b over the messages' type,
 id, name, tool call id, content and tool calls, each message pickled on its own, back to back
@@ -41,6 +41,8 @@ from typing import Any
 from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import BaseTool
+
+from ._estimate import estimate_tokens
 
 __all__ = [
     "HASH_TAG",
@@ -301,9 +303,9 @@ class HistoryIndex:
     """Cache of the last scan per thread; thread-safe, bounded to the most recent threads."""
 
     def __init__(self, counter: TokenCounter | None = None) -> None:
-        self.counter: TokenCounter = counter or count_tokens_approximately
-        # Its per-message rounding makes counts add up: a head may be counted as one list.
-        self.additive = self.counter is count_tokens_approximately
+        self.counter: TokenCounter = counter or estimate_tokens
+        # Their per-message rounding makes counts add up: a head may be counted as one list.
+        self.additive = self.counter in (estimate_tokens, count_tokens_approximately)
         self._memos: OrderedDict[tuple[str, str], _Memo] = OrderedDict()
         self._lock = threading.Lock()
 

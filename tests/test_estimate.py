@@ -1,0 +1,244 @@
+"""The default counter: langchain-core's figure on ASCII text, additive, media by type."""
+
+from __future__ import annotations
+
+import math
+import string
+from collections.abc import Sequence
+from typing import Any
+
+from conversations import graph_input
+from fakes import RecordingSummarizer
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.runnables import RunnableConfig
+from media_files import b64, data_url, pdf, png, wav
+
+from langgraph_compaction import SummaryStore, create_compaction_graph
+from langgraph_compaction._chunks import plan_chunks
+from langgraph_compaction._estimate import estimate_tokens, message_tokens
+from langgraph_compaction._media import PDF_TOKENS_PER_PAGE
+from langgraph_compaction._scripts import weighted_chars
+from langgraph_compaction._tokens import HistoryIndex
+
+THREAD: RunnableConfig = {"configurable": {"thread_id": "media"}}
+
+_ASCII = st.text(alphabet=string.printable, max_size=300)
+_NAME = st.none() | st.text(alphabet=string.ascii_letters + "_", min_size=1, max_size=12)
+_ARGS = st.dictionaries(
+    st.text(alphabet=string.ascii_lowercase, min_size=1, max_size=8),
+    _ASCII | st.integers() | st.booleans() | st.lists(st.integers(), max_size=3),
+    max_size=4,
+)
+_TOOL_CALL = st.builds(
+    lambda name, args, n: {"name": name, "args": args, "id": f"call_{n}", "type": "tool_call"},
+    st.text(alphabet=string.ascii_letters, min_size=1, max_size=10),
+    _ARGS,
+    st.integers(0, 10_000),
+)
+_TEXT_BLOCK = st.builds(lambda text: {"type": "text", "text": text}, _ASCII)
+_TOOL_USE = st.builds(
+    lambda n, args: {"type": "tool_use", "id": f"toolu_{n}", "name": "search", "input": args},
+    st.integers(0, 999),
+    _ARGS,
+)
+_CONTENT = _ASCII | st.lists(_TEXT_BLOCK | _ASCII | _TOOL_USE, max_size=4)
+
+
+def _ascii_message(kind: str, content: Any, name: str | None, calls: list[Any]) -> BaseMessage:
+    if kind == "human":
+        return HumanMessage(content, name=name)
+    if kind == "ai":
+        return AIMessage(content, name=name, tool_calls=calls if isinstance(content, str) else [])
+    if kind == "system":
+        return SystemMessage(content, name=name)
+    if kind == "developer":
+        return SystemMessage(content, additional_kwargs={"__openai_role__": "developer"})
+    if kind == "tool":
+        return ToolMessage(content, tool_call_id=f"call_{len(calls)}", name=name)
+    if kind == "function":
+        return FunctionMessage(content=content, name=name or "f")
+    return ChatMessage(content=content, role="critic", name=name)
+
+
+_ASCII_MESSAGES = st.lists(
+    st.builds(
+        _ascii_message,
+        st.sampled_from(["human", "ai", "system", "developer", "tool", "function", "chat"]),
+        _CONTENT,
+        _NAME,
+        st.lists(_TOOL_CALL, max_size=3),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_ASCII_MESSAGES)
+def test_ascii_text_and_tool_calls_count_exactly_as_langchain_core(
+    messages: list[BaseMessage],
+) -> None:
+    assert estimate_tokens(messages) == count_tokens_approximately(messages)
+    for message in messages:
+        assert message_tokens(message) == count_tokens_approximately([message])
+
+
+_CJK = st.text(alphabet="数据库连接失败请检查配置文件日本語のテキスト", max_size=80)
+_OTHER = st.text(alphabet="Привет мир مرحبا بالعالم नमस्ते दुनिया", max_size=80)
+_MEDIA = st.sampled_from(
+    [
+        {"type": "image_url", "image_url": {"url": data_url("image/png", png(640, 480))}},
+        {"type": "input_audio", "input_audio": {"data": b64(wav(2)), "format": "wav"}},
+        {"type": "file", "base64": b64(pdf(3)), "mime_type": "application/pdf"},
+        {"type": "thinking", "thinking": "思考 first", "signature": "sig"},
+        {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}},
+    ]
+)
+_ANY_CONTENT = (_ASCII | _CJK | _OTHER) | st.lists(
+    _TEXT_BLOCK | _MEDIA | _CJK | st.builds(lambda t: {"type": "text", "text": t}, _OTHER),
+    max_size=4,
+)
+_ANY_MESSAGES = st.lists(
+    st.builds(
+        _ascii_message,
+        st.sampled_from(["human", "ai", "tool", "system"]),
+        _ANY_CONTENT,
+        _NAME,
+        st.lists(_TOOL_CALL, max_size=2),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_ANY_MESSAGES)
+def test_counts_add_up_message_by_message(messages: list[BaseMessage]) -> None:
+    """The history scan counts a new history in one call and reads per-message counts from it."""
+    assert estimate_tokens(messages) == sum(estimate_tokens([m]) for m in messages)
+    for cut in range(len(messages) + 1):
+        assert estimate_tokens(messages[:cut]) + estimate_tokens(messages[cut:]) == (
+            estimate_tokens(messages)
+        )
+
+
+def test_text_is_weighed_by_script() -> None:
+    chinese = "数据库连接失败\uff0c请检查配置文件中的主机名和端口。" * 20
+    message = HumanMessage(chinese)
+    expected = math.ceil((weighted_chars(chinese) + len("user")) / 4) + 3
+    assert estimate_tokens([message]) == expected
+    assert estimate_tokens([message]) > count_tokens_approximately([message])
+    block = HumanMessage([{"type": "text", "text": chinese}])
+    assert estimate_tokens([block]) == expected
+
+
+def test_a_large_pdf_counts_by_its_pages() -> None:
+    document = pdf(12, pad_to=400_000)
+    block = {
+        "type": "file",
+        "file": {"filename": "report.pdf", "file_data": data_url("application/pdf", document)},
+    }
+    message = HumanMessage(["Summarise this report.", block])
+    text = math.ceil((len("Summarise this report.") + len("user")) / 4) + 3
+    assert estimate_tokens([message]) == text + 12 * PDF_TOKENS_PER_PAGE == 28_810
+    assert count_tokens_approximately([message]) > 130_000  # its base64 length
+
+
+def test_reasoning_blocks_count_their_text_not_their_signature() -> None:
+    thinking = "Let me check the order status first. " * 10
+    signature = "E" * 4000
+    message = AIMessage(
+        [
+            {"type": "thinking", "thinking": thinking, "signature": signature},
+            {"type": "text", "text": "Done."},
+        ]
+    )
+    expected = math.ceil((len(thinking) + len("Done.") + len("assistant")) / 4) + 3
+    assert estimate_tokens([message]) == expected
+    assert count_tokens_approximately([message]) > expected + 900  # the signature's repr
+    summary = AIMessage(
+        [{"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "ok"}]}]
+    )
+    assert estimate_tokens([summary]) == math.ceil((2 + len("assistant")) / 4) + 3
+
+
+def test_an_image_returned_inside_a_tool_result_is_priced_as_an_image() -> None:
+    image = png(1024, 768, pad_to=200_000)
+    result = {
+        "type": "tool_result",
+        "tool_use_id": "toolu_1",
+        "content": [
+            {"type": "text", "text": "screenshot"},
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/png", "data": b64(image)},
+            },
+        ],
+    }
+    tokens = estimate_tokens([HumanMessage([result])])
+    assert tokens < 1_300  # the image's 1,049 by Anthropic's rule, and the wrapper's text
+    assert tokens > 1_049
+    assert count_tokens_approximately([HumanMessage([result])]) > 60_000
+
+
+def test_the_history_scan_and_chunk_plans_count_with_it_by_default() -> None:
+    document = pdf(12, pad_to=400_000)
+    history: Sequence[BaseMessage] = [
+        SystemMessage("You read reports."),
+        HumanMessage(
+            ["Read it.", {"type": "file", "base64": b64(document), "mime_type": "application/pdf"}]
+        ),
+        AIMessage("It covers Q3."),
+    ]
+    index = HistoryIndex()
+    assert index.additive
+    scan = index.scan(("t", "default"), history)
+    assert scan.total == estimate_tokens(history) < 30_000
+    tokens = [estimate_tokens([m]) for m in history]
+    plan = plan_chunks(history, tokens, trim=50_000, max_chunks=2)
+    assert [len(chunk) for chunk in plan.chunks] == [3]  # one call: the PDF is not 136,000
+
+
+def test_a_large_pdf_no_longer_fires_the_trigger_its_base64_would_have(store: SummaryStore) -> None:
+    document = pdf(12, pad_to=400_000)
+    messages: list[BaseMessage] = [
+        SystemMessage("You read reports.", id="sys"),
+        HumanMessage(
+            [
+                {"type": "text", "text": "What does the report say about churn?"},
+                {
+                    "type": "file",
+                    "file": {
+                        "filename": "q3.pdf",
+                        "file_data": data_url("application/pdf", document),
+                    },
+                },
+            ],
+            id="h1",
+        ),
+        AIMessage("Churn fell to 2.1% in Q3.", id="a1"),
+        HumanMessage("And in Q2?", id="h2"),
+    ]
+    trigger = 60_000
+    assert count_tokens_approximately(messages) > 2 * trigger  # the old count fired
+    summarizer = RecordingSummarizer()
+    graph = create_compaction_graph(
+        {"trigger": {"type": "tokens", "value": trigger}, "keep": {"type": "messages", "value": 2}},
+        model=summarizer,
+        store=store,
+    )
+    result = graph.invoke(graph_input(messages), THREAD)
+    report = result["compaction"]
+    assert report.action == "passthrough"
+    assert report.tokens_before == estimate_tokens(messages) < 30_000
+    assert result["llm_input_messages"] == messages
+    assert summarizer.call_count == 0
