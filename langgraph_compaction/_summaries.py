@@ -18,7 +18,7 @@ from ._pipeline import Pipeline
 from ._settings import emit
 from ._thresholds import Threshold, find_keep_start, fired_triggers
 from ._tokens import HistoryScan, calibrated
-from .store import SummaryRecord
+from .store import SummaryRecord, storable
 
 __all__ = [
     "compressed_context",
@@ -47,7 +47,7 @@ def find_matching_summaries(
         covered = record.covered_messages
         if covered > len(messages) or covered <= 0:
             continue
-        if (messages[covered - 1].id or "") != record.boundary_message_id:
+        if storable(messages[covered - 1].id or "") != record.boundary_message_id:
             continue
         if scan.matches(covered, record.prefix_hash):
             matching.append(record)
@@ -64,7 +64,9 @@ def rescued_positions(
         if not wanted:
             return ()
         return tuple(
-            i for i in range(record.covered_messages) if message_key(messages, i) in wanted
+            i
+            for i in range(record.covered_messages)
+            if storable(message_key(messages, i)) in wanted
         )
 
     return pipe.memory.rescued(record, find)

@@ -12,6 +12,7 @@ from langgraph_compaction.store._records import (
     ThreadState,
 )
 from langgraph_compaction.store._store import SummaryStore
+from langgraph_compaction.store._text import storable
 
 __all__ = [
     "IndexedMessage",
@@ -20,4 +21,5 @@ __all__ = [
     "SummaryRecord",
     "SummaryStore",
     "ThreadState",
+    "storable",
 ]

@@ -96,6 +96,8 @@ class Database:
             yield
         except SummaryStoreError as exc:  # raised by an operation, which does not know the URL
             raise type(exc)(f"summary store {self.where}: {exc}") from exc
+        except UnicodeError as exc:  # a ValueError, but the text's fault, not the caller's
+            raise SummaryStoreError(describe_error(exc, self.where, self.busy_timeout)) from exc
         except ValueError:
             raise  # a value the caller passed was refused; nothing reached the database
         except Exception as exc:  # SQLAlchemy's, a driver's, the file system's

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import AsyncAdaptedQueuePool, QueuePool, StaticPool
 
 from langgraph_compaction._exceptions import SummaryStoreError
+from langgraph_compaction.store._text import guard_engine
 
 __all__ = [
     "BUSY_TIMEOUT_S",
@@ -154,9 +155,11 @@ def build_sync_engine(
             PostgreSQL connection attempt waits for the server).
     """
     if url.get_backend_name() != "sqlite":
-        return create_engine(
+        engine = create_engine(
             url, pool_pre_ping=True, connect_args=_pg_connect_args(url, busy_timeout)
         )
+        guard_engine(engine)
+        return engine
     engine = create_engine(
         url,
         # :memory: exists in one connection only, so all threads share it (the store
@@ -165,6 +168,7 @@ def build_sync_engine(
         connect_args={"check_same_thread": False, "timeout": busy_timeout},
     )
     _install_sqlite_hooks(engine, url, wal=wal, busy_timeout=busy_timeout)
+    guard_engine(engine)
     return engine
 
 
@@ -174,12 +178,15 @@ def build_async_engine(url: URL, *, busy_timeout: float = BUSY_TIMEOUT_S) -> Asy
     Building it imports the driver (file reads): call it off the event loop.
     """
     if url.get_backend_name() != "sqlite":
-        return create_async_engine(
+        aengine = create_async_engine(
             url, pool_pre_ping=True, connect_args=_pg_connect_args(url, busy_timeout)
         )
+        guard_engine(aengine.sync_engine)
+        return aengine
     pool = StaticPool if is_memory(url) else AsyncAdaptedQueuePool
     engine = create_async_engine(url, poolclass=pool, connect_args={"timeout": busy_timeout})
     _install_sqlite_hooks(engine.sync_engine, url, wal=False, busy_timeout=busy_timeout)
+    guard_engine(engine.sync_engine)
     return engine
 
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, get_args
 
+from langgraph_compaction.store._text import storable
+
 __all__ = [
     "RECORD_FIELDS",
     "IndexedMessage",
@@ -177,18 +179,20 @@ class RecalledMessage:
 
 
 def message_ids(ids: Sequence[str]) -> tuple[str, ...]:
-    """The ids as a tuple; a bare string is refused rather than split into characters.
+    """The ids as a tuple, as stored (``_text``, like every other id); a bare string is refused
+    rather than split into characters.
 
     Raises:
         ValueError: ``ids`` is a string.
     """
     if isinstance(ids, str):
         raise ValueError("rescued_message_ids must be a sequence of ids, not one string")
-    return tuple(ids)
+    return tuple(map(storable, ids))
 
 
 def indexed_messages(batch: Sequence[IndexedMessage]) -> tuple[IndexedMessage, ...]:
-    """The batch as a tuple, checked before any database work.
+    """The batch as a tuple, checked before any database work, its text as it is stored
+    (``_text``), so that content hashes and neighbours are computed on what the rows hold.
 
     Raises:
         ValueError: an item is not an IndexedMessage.
@@ -197,7 +201,15 @@ def indexed_messages(batch: Sequence[IndexedMessage]) -> tuple[IndexedMessage, .
     for item in items:
         if not isinstance(item, IndexedMessage):
             raise ValueError(f"recall_messages holds {item!r}; pass IndexedMessage values")
-    return items
+    return tuple(map(_stored_message, items))
+
+
+def _stored_message(message: IndexedMessage) -> IndexedMessage:
+    name = None if message.name is None else storable(message.name)
+    message_id, text = storable(message.message_id), storable(message.text)
+    if (message_id, name, text) == (message.message_id, message.name, message.text):
+        return message
+    return dataclasses.replace(message, message_id=message_id, name=name, text=text)
 
 
 def check_calibration(ratio: float) -> float:
