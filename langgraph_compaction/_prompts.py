@@ -42,8 +42,9 @@ work without it. Use exactly these sections:
 ## Next Steps
 ## Critical Context
 
-Keep every identifier verbatim: file paths, URLs, ids, numbers, names, error messages.
-Be concise and factual; do not invent anything. Reply with the summary only."""
+Write the summary in the language the user writes in, and keep every identifier verbatim:
+file paths, URLs, ids, numbers, names, error messages. Be concise and factual; do not invent
+anything. Reply with the summary only."""
 
 DEFAULT_UPDATE_PROMPT = """Here is the checkpoint summary of an earlier part of a conversation:
 
@@ -59,8 +60,9 @@ Below are the messages that came after it.
 
 Update the checkpoint summary so that it covers everything: keep what is still true, add what
 the new messages say, and drop what they make obsolete. Keep the same sections (Goal,
-Constraints & Preferences, Progress, Key Decisions, Next Steps, Critical Context) and every
-identifier verbatim. Reply with the updated summary only."""
+Constraints & Preferences, Progress, Key Decisions, Next Steps, Critical Context), the
+language the user writes in, and every identifier verbatim. Reply with the updated summary
+only."""
 
 
 _TAG = re.compile(r"</?\s*([A-Za-z][\w.:-]*)[^<>]*>")
