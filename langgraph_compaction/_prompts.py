@@ -8,10 +8,15 @@ transcript: small models follow it only there.
 
 from __future__ import annotations
 
+import json
 import re
+from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from ._blocks import is_reasoning, media_reference
 
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
@@ -96,12 +101,78 @@ def escape_for(text: str, tags: frozenset[str], fences: Sequence[str]) -> str:
     return text
 
 
+_TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
+"""Text blocks: LangChain's and Anthropic's ``text``, OpenAI Responses' input and output."""
+_CALL_BLOCKS = {
+    "tool_use": ("id", "input"),
+    "tool_call": ("id", "args"),
+    "function_call": ("call_id", "arguments"),
+}
+"""Content blocks that are tool calls (Anthropic, LangChain standard, OpenAI Responses): the
+keys of their id and arguments."""
+
+
 def _message_text(message: BaseMessage) -> str:
-    text = message.text if not isinstance(message.content, str) else message.content
-    if isinstance(message, AIMessage) and message.tool_calls:
-        calls = "; ".join(f"{call['name']}({call['args']})" for call in message.tool_calls)
-        text = f"{text}\n[tool calls: {calls}]" if text else f"[tool calls: {calls}]"
-    return text
+    """What the summarizer reads of a message: its text, a reference for each media block
+    (kind, mime type, file name or URL, size: never the data) and its tool calls.
+
+    Reasoning is left out: it is the model's scratch work (often signed or encrypted), not
+    what was said, and it reaches the model only in the messages kept verbatim.
+    """
+    parts = _content_parts(message.content)
+    calls = _tool_calls(message)
+    if calls:
+        parts.append(f"[tool calls: {'; '.join(calls)}]")
+    return "\n".join(parts)
+
+
+def _content_parts(content: str | list[str | dict[str, Any]]) -> list[str]:
+    """Text runs (joined as ``message.text`` joins them) and media references, in order."""
+    if isinstance(content, str):
+        return [content] if content else []
+    parts: list[str] = []
+    run: list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            run.append(block)
+        elif block.get("type") in _TEXT_BLOCKS and isinstance(block.get("text"), str):
+            run.append(block["text"])
+        elif is_reasoning(block):
+            continue
+        elif (reference := media_reference(block)) is not None:
+            parts.append("".join(run))
+            run.clear()
+            parts.append(reference)
+    parts.append("".join(run))
+    return [part for part in parts if part]
+
+
+def _tool_calls(message: BaseMessage) -> list[str]:
+    """``name(args)`` of each call: ``tool_calls``, then any call block of the content that
+    ``tool_calls`` does not hold (the same call is never shown twice)."""
+    calls = message.tool_calls if isinstance(message, AIMessage) else []
+    shown = [f"{call['name']}({call['args']})" for call in calls]
+    unseen = Counter(call.get("id") for call in calls)
+    blocks = message.content if isinstance(message.content, list) else []
+    for block in blocks:
+        if not isinstance(block, dict) or (keys := _CALL_BLOCKS.get(block.get("type", ""))) is None:
+            continue
+        call_id = block.get(keys[0])
+        if unseen[call_id] > 0:
+            unseen[call_id] -= 1
+            continue
+        shown.append(f"{block.get('name', '')}({_arguments(block.get(keys[1]))})")
+    return shown
+
+
+def _arguments(value: object) -> object:
+    """Arguments as ``tool_calls`` holds them: a JSON string (OpenAI Responses) parsed."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
 
 
 def _role(message: BaseMessage) -> str:

@@ -2,10 +2,10 @@
 
 The cutoff comes from ``keep``, snapped to whole tool units, and never before a call that no
 result answers (it goes to the summary with its message rather than get an invented result);
-the latest user request and recent skill files are rescued from the evicted side; stickiness headroom moves the cutoff
-forward until the kept side sits well below every trigger, so the next call reuses the
-summary instead of making another. A background summary of the thread still in flight is
-waited for (never a second summary of what is being made).
+the latest user request and recent skill files are rescued from the evicted side; stickiness
+headroom moves the cutoff forward until the kept side sits well below every trigger, so the
+next call reuses the summary instead of making another. A background summary of the thread
+still in flight is waited for (never a second summary of what is being made).
 
     partition -> summarize
 """
