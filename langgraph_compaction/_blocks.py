@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from langgraph_compaction._media import Family, MediaBlock, MediaKind
+from langgraph_compaction._media import Family, MediaBlock, MediaKind, is_text_mime
 from langgraph_compaction._media_probe import probe
 
 __all__ = [
@@ -177,7 +177,8 @@ def _anthropic(block: Mapping[str, Any], kind: MediaKind) -> MediaBlock:
 def _standard(block: Mapping[str, Any], kind: MediaKind) -> MediaBlock | None:
     mime = _opt(block.get("mime_type"))
     name = _file_name(block)
-    if block.get("type") == "text-plain":
+    source_type = block.get("source_type")  # the older (v0) form
+    if block.get("type") == "text-plain" or source_type == "text":
         text = _str(block.get("text"))
         if text:
             return MediaBlock(
@@ -188,7 +189,6 @@ def _standard(block: Mapping[str, Any], kind: MediaKind) -> MediaBlock | None:
                 size_bytes=len(text.encode("utf-8", "replace")),
                 text=text,
             )
-    source_type = block.get("source_type")  # the older (v0) form
     if source_type == "base64" or (source_type is None and "base64" in block):
         data = block.get("data") if source_type == "base64" else block.get("base64")
         return _from_data(kind, "standard", data, mime, file_name=name)
@@ -263,7 +263,7 @@ def _from_data(
     detail: str | None = None,
 ) -> MediaBlock:
     """A block with inline data: its size from the base64 length, the rest from its bytes."""
-    found = probe(data, mime, kind)
+    found = probe(data, mime, kind, text_like=is_text_mime(mime))
     return MediaBlock(
         kind,
         family,

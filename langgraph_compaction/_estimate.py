@@ -37,6 +37,10 @@ EXTRA_TOKENS_PER_MESSAGE = 3
 UNREAD_IMAGE_TOKENS = 85
 """langchain-core's ``tokens_per_image``, for an image block too odd to read."""
 
+_ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "function": "function"}
+"""Roles by message type; a system message (which may say ``developer``), a chat message and
+any other class go through ``_role``."""
+
 
 def estimate_tokens(messages: Sequence[BaseMessage]) -> int:
     """Approximate tokens of ``messages``: the sum of each message's ``message_tokens``."""
@@ -47,17 +51,18 @@ def message_tokens(message: BaseMessage) -> int:
     """One message's estimate: characters at four a token, rounded up, plus media and 3."""
     content = message.content
     media = 0
-    if isinstance(content, str):
-        chars = weighted_chars(content)
+    if isinstance(content, str):  # ASCII measured inline: the common case, 10,000 at a time
+        chars = len(content) if content.isascii() else weighted_chars(content)
     elif isinstance(content, list):
         chars, media = _blocks_cost(content)
     else:  # not a type a message holds, but langchain-core counts it so
         chars = weighted_chars(repr(content))
-    if isinstance(message, AIMessage) and not isinstance(content, list) and message.tool_calls:
-        chars += weighted_chars(repr(message.tool_calls))
-    if isinstance(message, ToolMessage):
+    if isinstance(message, AIMessage):
+        if message.tool_calls and not isinstance(content, list):
+            chars += weighted_chars(repr(message.tool_calls))
+    elif isinstance(message, ToolMessage):
         chars += weighted_chars(message.tool_call_id)
-    chars += len(_role(message))
+    chars += len(_ROLES.get(message.type) or _role(message))
     if message.name:
         chars += weighted_chars(message.name)
     return -(-chars // CHARS_PER_TOKEN) + EXTRA_TOKENS_PER_MESSAGE + media

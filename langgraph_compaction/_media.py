@@ -23,6 +23,7 @@ __all__ = [
     "MediaBlock",
     "MediaKind",
     "anthropic_image_tokens",
+    "is_text_mime",
     "openai_image_tokens",
 ]
 
@@ -62,6 +63,16 @@ FILE_DEFAULT_PAGES = 4
 """A document known only by URL or id is priced as this many pages."""
 TEXT_CHARS_PER_TOKEN = 4
 """A text file (plain text, CSV, JSON) is text: langchain-core's four characters a token."""
+TEXT_MIMES = frozenset(
+    {
+        "application/json",
+        "application/xml",
+        "application/x-yaml",
+        "application/yaml",
+        "application/csv",
+    }
+)
+"""Types outside ``text/`` that are text all the same."""
 
 # Audio and video. Google, Gemini API "Understand and count tokens": audio is 32 tokens a
 # second; video 263 tokens a second (a frame a second plus its audio). OpenAI's audio input
@@ -153,7 +164,15 @@ class MediaBlock:
             return self.pages * PDF_TOKENS_PER_PAGE
         if self.size_bytes is None:
             return FILE_DEFAULT_PAGES * PDF_TOKENS_PER_PAGE
+        if is_text_mime(self.mime_type):  # too large to decode: a byte a character
+            return math.ceil(self.size_bytes / TEXT_CHARS_PER_TOKEN)
         return math.ceil(self.size_bytes / PDF_BYTES_PER_PAGE * PDF_TOKENS_PER_PAGE)
+
+
+def is_text_mime(mime: str | None) -> bool:
+    """A type whose bytes are text a model reads as such (plain text, CSV, JSON, XML...)."""
+    mime = (mime or "").lower()
+    return mime.startswith("text/") or mime in TEXT_MIMES
 
 
 def openai_image_tokens(width: int, height: int) -> int:

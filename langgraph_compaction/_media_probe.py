@@ -30,7 +30,6 @@ _PDF_PAGE = re.compile(rb"/Type\s*/Page(?![A-Za-z])")
 _PDF_COUNT = re.compile(
     rb"/Type\s*/Pages\b[^>]*?/Count\s+(\d+)|/Count\s+(\d+)[^>]*?/Type\s*/Pages\b"
 )
-_TEXT_MIMES = ("application/json", "application/xml", "application/x-yaml", "application/csv")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +47,9 @@ class Probe:
     """A text file's decoded text (up to ``TEXT_DECODE_BYTES``)."""
 
 
-def probe(data: object, mime: str | None, kind: str) -> Probe:
-    """Read the size and what the header gives of base64 ``data`` (or raw bytes)."""
+def probe(data: object, mime: str | None, kind: str, *, text_like: bool = False) -> Probe:
+    """Read the size and what the header gives of base64 ``data`` (or raw bytes); a
+    ``text_like`` file's text is decoded whole (up to ``TEXT_DECODE_BYTES``)."""
     raw: _Base64 | _Raw
     if isinstance(data, (bytes, bytearray)):
         raw = _Raw(bytes(data))
@@ -73,7 +73,7 @@ def probe(data: object, mime: str | None, kind: str) -> Probe:
         return Probe(size, None if declared else sniffed, seconds=_wav_seconds(raw))
     elif effective.startswith(("video/mp4", "video/quicktime", "audio/mp4", "audio/m4a")):
         return Probe(size, None if declared else sniffed, seconds=_mp4_seconds(raw))
-    elif effective.startswith("text/") or effective in _TEXT_MIMES:
+    elif text_like:
         text = raw.read(0, size).decode("utf-8", "replace") if size <= TEXT_DECODE_BYTES else None
         return Probe(size, None if declared else sniffed, text=text)
     return Probe(size, None if declared else sniffed)

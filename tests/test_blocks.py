@@ -41,7 +41,7 @@ from langgraph_compaction._media import (
     anthropic_image_tokens,
     openai_image_tokens,
 )
-from langgraph_compaction._media_probe import probe
+from langgraph_compaction._media_probe import TEXT_DECODE_BYTES, probe
 
 Block = dict[str, Any]
 
@@ -362,6 +362,13 @@ def test_without_a_header_media_is_priced_by_size_or_a_fixed_figure() -> None:
         {"type": "video", "base64": b64(mp4(12.5)), "mime_type": "video/mp4"}
     ) == math.ceil(12.5 * VIDEO_TOKENS_PER_SECOND)
     assert block_tokens({"type": "file", "file_id": "file-1"}) == 4 * PDF_TOKENS_PER_PAGE
+    large = b"x" * (TEXT_DECODE_BYTES + 4)  # not decoded: a byte a character
+    assert block_tokens({"type": "file", "base64": b64(large), "mime_type": "text/csv"}) == (
+        math.ceil(len(large) / 4)
+    )
+    v0_text = {"type": "file", "source_type": "text", "text": "abcd" * 25}
+    assert block_tokens(v0_text) == 25
+    assert media_reference(v0_text) == "[file: text/plain, 100 B]"
     text = "one line of a log file\n" * 1000
     plain = {"type": "file", "base64": b64(text.encode()), "mime_type": "text/plain"}
     assert block_tokens(plain) == math.ceil(len(text) / 4)
