@@ -18,17 +18,25 @@ summary in use the input is ``system + summary + rescued + messages[boundary:]``
 summary's phase prunes only the messages after its boundary, counts the summary and rescued
 messages in its context, takes positions from the model input, and replays its crossings from
 the boundary.
+
+Old media (``pruning.media_keep_last``, :mod:`._media_pruning`) are a layer of their own under
+the epochs: replaced per user turn whether pruning is enabled or not, and at any context size
+(setting the key is enough). A message that pruning treats keeps its pruned copy (which has no
+media left); any other old media message is sent as its media-free copy, and that copy is what
+counts toward the context, so it can spare a summary. Crossings are still found on the
+originals, a conservative choice that keeps them a function of each prefix alone.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from langchain_core.messages import BaseMessage
 
 from ._call import Epochs, Measured, Phase
+from ._media_pruning import OldMedia, derive_old_media
 from ._pipeline import Pipeline
 from ._pruning import (
     HARD,
@@ -49,8 +57,11 @@ __all__ = [
     "PrunedInput",
     "derive_epochs",
     "epochs_for",
+    "input_shrinks",
+    "old_media_for",
     "pruned_input",
     "pruned_triggers",
+    "replaces_old_media",
     "summary_phase",
     "whole_history_phase",
 ]
@@ -61,10 +72,10 @@ class PrunedInput:
     """The model input copy of one phase: treated messages by history index."""
 
     copies: Mapping[int, tuple[BaseMessage, int]] = field(default_factory=dict)
-
-    @property
-    def count(self) -> int:
-        return len(self.copies)
+    count: int = 0
+    """Tool results pruning trimmed or cleared."""
+    media_replaced: int = 0
+    """Media blocks replaced by a reference (``pruning.media_keep_last``)."""
 
     def tokens(self, index: int, original: int) -> int:
         copy = self.copies.get(index)
@@ -90,8 +101,11 @@ class _Crossing:
     levels: dict[int, int]
     copies: dict[int, tuple[BaseMessage, int]]
     saved: int
+    """What the treatments save on the originals."""
     unpruned: int
-    """The context at the crossing before any treatment."""
+    """The context at the crossing before any treatment (old media as their copies)."""
+    media_saving: Callable[[int], int]
+    """What an untreated message's media copy saves at this crossing (0: none)."""
 
     @property
     def context(self) -> int:
@@ -103,9 +117,15 @@ class _Crossing:
             return
         copy = pruned_copy(self.messages[index], level, self.pipe.settings.config.pruning)
         tokens = self.pipe.settings.counter([copy])
-        current = self.copies[index][1] if index in self.copies else self.scan.token(index)
-        if tokens >= current:
+        if index in self.copies:
+            current = sent = self.copies[index][1]
+        else:  # counted so far as its media copy, if it has one
+            current = self.scan.token(index)
+            sent = current - self.media_saving(index)
+        if tokens >= sent:
             return
+        if index not in self.copies:
+            self.unpruned += current - sent  # its media copy no longer applies
         self.levels[index] = level
         self.copies[index] = (copy, tokens)
         self.saved += current - tokens
@@ -136,12 +156,14 @@ def derive_epochs(
     scan: HistoryScan,
     phase: Phase,
     previous: Epochs | None = None,
+    media: OldMedia | None = None,
 ) -> Epochs:
     """The crossings and treatments of ``phase`` over ``messages``.
 
     ``previous``, when given, must have been derived over a prefix of ``messages``: the
     derivation only depends on the history up to each crossing, so extending it gives exactly
-    what deriving from scratch would.
+    what deriving from scratch would. ``media``, the old media of ``messages``, counts each
+    prefix's old media as their copies (in a prefix, the media older than its last user turns).
     """
     if previous is not None and previous.failed_at is not None:
         return previous  # final: nothing after the failure matters
@@ -160,14 +182,22 @@ def derive_epochs(
     failed_at = None
     limit = settings.token_limit
     start = phase.start
-    last = crossings[-1] if crossings else start
+    last = max(crossings[-1] if crossings else start, checked)  # none before: derived so
     while limit is not None:
         need = limit - phase.base_tokens + scan.prefix(start) + saved
-        point = scan.first_reaching(need, last + 1, size + 1)
+        point = _first_reaching(scan, media, start, copies, need, last + 1, size + 1)
         if point > size:
             break
         unpruned = phase.base_tokens + scan.tokens_between(start, point)
-        crossing = _Crossing(pipe, messages, scan, dict(levels), dict(copies), saved, unpruned)
+
+        def media_saving(index: int, end: int = point) -> int:
+            return media.saving_at(index, end) if media is not None and index >= start else 0
+
+        if media is not None:
+            unpruned -= media.saved_between(start, media.cutoff_at(point), copies)
+        crossing = _Crossing(
+            pipe, messages, scan, dict(levels), dict(copies), saved, unpruned, media_saving
+        )
         if first_user is not None and first_user < point:
             low = max(start, first_user + 1)
             high = protected_from(messages, start, point, pruning.keep_last_assistants)
@@ -194,6 +224,28 @@ def derive_epochs(
     )
 
 
+def _first_reaching(
+    scan: HistoryScan,
+    media: OldMedia | None,
+    start: int,
+    treated: Mapping[int, object],
+    need: float,
+    low: int,
+    high: int,
+) -> int:
+    """The first prefix end in ``[low, high)`` whose tokens past what old media save (in that
+    prefix, for the untreated messages from ``start``) reach ``need``, else ``high``."""
+    if media is None:
+        return scan.first_reaching(need, low, high)
+    for end in [*media.breaks(low, high), high]:  # old media are the same within each stretch
+        saved = media.saved_between(start, media.cutoff_at(low), treated)
+        point = scan.first_reaching(need + saved, low, end)
+        if point < end:
+            return point
+        low = end
+    return high
+
+
 def epochs_for(pipe: Pipeline, measured: Measured, phase: Phase) -> Epochs:
     """`derive_epochs` for this call, extending the graph's cached derivation when it can."""
     key = (*measured.key, phase.key)
@@ -207,7 +259,8 @@ def epochs_for(pipe: Pipeline, measured: Measured, phase: Phase) -> Epochs:
         cached = None
     if cached is not None and (cached.checked == size or cached.failed_at is not None):
         return cached
-    epochs = derive_epochs(pipe, measured.messages, measured.scan, phase, cached)
+    media = old_media_for(pipe, measured)
+    epochs = derive_epochs(pipe, measured.messages, measured.scan, phase, cached, media)
     pipe.memory.epochs.put(key, epochs)
     return epochs
 
@@ -239,10 +292,20 @@ def refine_count(pipe: Pipeline, measured: Measured, start: int) -> int:
 def pruned_triggers(
     pipe: Pipeline, measured: Measured, phase: Phase, count: int, refine: int
 ) -> tuple[str, ...]:
-    """Triggers the pruned context of ``phase`` fires (uncalibrated), or the budget it exceeds."""
-    epochs = epochs_for(pipe, measured, phase)
-    raw = phase.base_tokens + measured.scan.tokens_between(phase.start, len(measured.messages))
-    raw -= epochs.saved
+    """Triggers the pruned context of ``phase`` fires (uncalibrated), or the budget it exceeds.
+
+    Both layers count: the pruning treatments (when enabled) and the old media replaced.
+    """
+    scan = measured.scan
+    raw = phase.base_tokens + scan.tokens_between(phase.start, len(measured.messages))
+    treated: Mapping[int, object] = {}
+    if pipe.settings.config.pruning.enabled:
+        epochs = epochs_for(pipe, measured, phase)
+        raw -= epochs.saved
+        treated = epochs.copies
+    media = old_media_for(pipe, measured)
+    if media is not None:
+        raw -= media.saved(phase.start, treated)
     settings = pipe.settings
     fired = fired_triggers(settings.thresholds, raw, count, refine)
     budget = settings.budget
@@ -251,8 +314,61 @@ def pruned_triggers(
     return fired
 
 
-def pruned_input(pipe: Pipeline, measured: Measured, phase: Phase) -> PrunedInput:
-    """The model input copy of ``phase`` (nothing treated when pruning is off)."""
-    if not pipe.settings.config.pruning.enabled:
-        return PrunedInput()
-    return PrunedInput(epochs_for(pipe, measured, phase).copies)
+def pruned_input(
+    pipe: Pipeline, measured: Measured, phase: Phase, rescued: Sequence[int] = ()
+) -> PrunedInput:
+    """The model input copy of ``phase`` and of its ``rescued`` messages: the pruning
+    treatments when enabled, and every other old media message as its media-free copy."""
+    copies: dict[int, tuple[BaseMessage, int]] = {}
+    if pipe.settings.config.pruning.enabled:
+        copies.update(epochs_for(pipe, measured, phase).copies)
+    pruned, replaced = len(copies), 0
+    media = old_media_for(pipe, measured)
+    if media is not None:
+        wanted = set(rescued)
+        for index, copy in media.copies.items():
+            if index not in copies and (index >= phase.start or index in wanted):
+                copies[index] = (copy.message, copy.tokens)
+                replaced += copy.blocks
+    return PrunedInput(copies, pruned, replaced)
+
+
+def input_shrinks(pipe: Pipeline) -> bool:
+    """Whether the model input copy can be smaller than the history: pruning, or old media."""
+    pruning = pipe.settings.config.pruning
+    return pruning.enabled or pruning.media_keep_last is not None
+
+
+def old_media_for(pipe: Pipeline, measured: Measured) -> OldMedia | None:
+    """The old media of this call's history (None when ``media_keep_last`` is off), extending
+    the graph's cached derivation when the history grew by appending."""
+    keep = pipe.settings.config.pruning.media_keep_last
+    if keep is None:
+        return None
+    messages, scan = measured.messages, measured.scan
+    cached = pipe.memory.media.get(measured.key)
+    size = len(messages)
+    if cached is not None and (
+        cached.checked > size or scan.prefix_hash(cached.checked) != cached.digest
+    ):
+        cached = None
+    if cached is not None and cached.checked == size:
+        return cached
+    counter = pipe.settings.counter
+    media = derive_old_media(
+        messages,
+        measured.lead,
+        keep,
+        scan.prefix_hash(size),
+        lambda copy: counter([copy]),
+        scan.token,
+        cached,
+    )
+    pipe.memory.media.put(measured.key, media)
+    return media
+
+
+def replaces_old_media(pipe: Pipeline, measured: Measured) -> bool:
+    """Whether this history has old media to replace in the model input."""
+    media = old_media_for(pipe, measured)
+    return media is not None and bool(media.copies)

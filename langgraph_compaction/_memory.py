@@ -17,6 +17,7 @@ from typing import Generic, TypeVar
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from ._call import Epochs
+from ._media_pruning import OldMedia
 from ._messages import make_summary_message
 from ._model_calls import Overflow
 from ._tokens import HistoryIndex, TokenCounter
@@ -102,6 +103,8 @@ class Memory:
         )
         self.epochs: BoundedCache[tuple[str, str, str], Epochs] = BoundedCache()
         """Per (namespace, thread, phase): the derived pruning epochs, extended call by call."""
+        self.media: BoundedCache[ThreadKey, OldMedia] = BoundedCache()
+        """Per thread: its old media and their copies (``media_keep_last``), extended likewise."""
         self._summarizer = SummarizerLimits()
         self._store_failure: str | None = None
         self._lock = threading.Lock()

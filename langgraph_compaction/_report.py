@@ -55,6 +55,10 @@ class CompactionReport:
     """Summary model calls made by this call (chunks included)."""
     pruned_count: int = 0
     """Tool results trimmed or cleared in the model input."""
+    media_replaced: int = 0
+    """Media blocks older than ``pruning.media_keep_last`` user turns replaced by a text
+    reference in the model input. It applies at any context size: a call under every trigger
+    that replaced some reports ``pruned``."""
     rescued_count: int = 0
     """Messages before the summary boundary kept verbatim (latest user request, skill files)."""
     shortened_count: int = 0

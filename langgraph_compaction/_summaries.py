@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from langchain_core.messages import BaseMessage
 
 from ._call import Measured, Outcome
-from ._epochs import pruned_triggers, refine_count, summary_phase
+from ._epochs import input_shrinks, pruned_triggers, refine_count, summary_phase
 from ._pipeline import Pipeline
 from ._settings import emit
 from ._thresholds import Threshold, find_keep_start, fired_triggers
@@ -115,10 +115,11 @@ def compressed_triggers(
 
 def summary_fits(pipe: Pipeline, measured: Measured, record: SummaryRecord) -> bool:
     """Whether this summary can serve the call: its compressed context fires no trigger, as it
-    stands or with the messages after its boundary pruned (DESIGN 6.2: pruning comes first)."""
+    stands or with the messages after its boundary pruned or their old media replaced
+    (DESIGN 6.2: pruning comes first)."""
     if not compressed_triggers(pipe, measured, record):
         return True
-    if not pipe.settings.config.pruning.enabled:
+    if not input_shrinks(pipe):
         return False
     rescued = rescued_positions(pipe, record, measured.messages)
     boundary = record.covered_messages

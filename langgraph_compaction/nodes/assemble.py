@@ -1,10 +1,11 @@
 """assemble: build the model input from the summary in use and what stays verbatim.
 
 ``[leading system] + [summary] + [rescued, in order] + [kept]``, with the kept messages'
-pruned copies when pruning is on. When even that does not fit, the oldest kept units are
-dropped (never the latest user request or the newest unit), then the newest unit's oversized
-tool results are shortened in the copy. A final check enforces the tool-pair rule on the
-output. Only this node (and measure, passing through) writes the outputs.
+pruned copies when pruning is on, and old media replaced by references (``media_keep_last``).
+When even that does not fit, the oldest kept units are dropped (never the latest user request
+or the newest unit), then the newest unit's oversized tool results are shortened in the copy.
+A final check enforces the tool-pair rule on the output. Only this node (and measure, passing
+through) writes the outputs.
 
     assemble -> END
 """
@@ -82,7 +83,7 @@ def assemble(
         if record is not None
         else whole_history_phase(pipe, measured)
     )
-    pruned = pruned_input(pipe, measured, phase)
+    pruned = pruned_input(pipe, measured, phase, rescued)
     source = pruned.apply(messages)
 
     def size(index: int) -> int:
@@ -122,7 +123,7 @@ def assemble(
         measured.ratio,
     )
     pipe.memory.remember_sent(measured.key, messages, tokens_after, measured.ratio)
-    action = _action(outcome, pruned.count + shortened + dropped)
+    action = _action(outcome, pruned.count + pruned.media_replaced + shortened + dropped)
     error = outcome.error
     if over_budget:
         action = "failed"
@@ -151,6 +152,7 @@ def assemble(
         summarized_messages=(record.covered_messages - lead) if record else 0,
         summary_calls=outcome.calls,
         pruned_count=pruned.count,
+        media_replaced=pruned.media_replaced,
         rescued_count=len(rescued),
         shortened_count=outcome.shortened + shortened,
         over_trim_count=outcome.over_trim,

@@ -4,7 +4,7 @@ Threshold first: when no trigger fires the call passes ``messages`` through unto
 store access and no model call. When the summary this process served last still matches and
 fits, the call goes straight to assemble (the reuse fast path), again without the store.
 
-    measure -> END (pass through) | assemble (summary held) | prune
+    measure -> END (pass through) | assemble (summary held, or old media to replace) | prune
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from langgraph.types import Command
 
 from .._call import Measured, Outcome
 from .._effects import Step
+from .._epochs import replaces_old_media
 from .._messages import coerce_messages, count_leading_system
 from .._pipeline import Pipeline, Precompact
 from .._report import CompactionReport, ContextGauge
@@ -92,6 +93,9 @@ def measure_step(
     if not measured.fired:
         if measured.near:  # passes through, but prepares the next summary meanwhile
             yield precompact(pipe, measured, None)
+        if replaces_old_media(pipe, measured):  # media_keep_last holds at any context size
+            update = {"measured": measured, "outcome": Outcome("kept", None)}
+            return Command(goto="assemble", update=update)
         pipe.memory.remember_sent(measured.key, messages, measured.tokens_before, measured.ratio)
         report = passthrough_report(settings, measured.tokens_before)
         return Command(goto=END, update={"llm_input_messages": messages, "compaction": report})

@@ -1,11 +1,13 @@
-"""prune: shrink old, large tool results in the model input copy (cheap before expensive).
+"""prune: shrink the model input copy (cheap before expensive).
 
-Only the model input copy changes: state, checkpoint and summarizer keep the originals. The
-treatments come from the pruning epochs of the whole history (``_epochs``): decided at trigger
-crossings and frozen in between, so the same history always gives the same bytes. When the
-pruned context no longer fires a trigger, no summary is needed.
+Two layers, both on the model input copy only (state, checkpoint and summarizer keep the
+originals): old, large tool results treated by the pruning epochs of the whole history
+(``_epochs``: decided at trigger crossings and frozen in between), and media older than the
+last ``pruning.media_keep_last`` user turns replaced by a text reference (``_media_pruning``).
+The same history always gives the same bytes. When the shrunk context no longer fires a
+trigger, no summary is needed.
 
-    prune -> assemble (pruning alone fits) | partition
+    prune -> assemble (the shrunk copy fits) | partition
 """
 
 from __future__ import annotations
@@ -13,15 +15,15 @@ from __future__ import annotations
 from langgraph.types import Command
 
 from .._call import Measured, MeasuredInput, Outcome
-from .._epochs import pruned_triggers, refine_count, whole_history_phase
+from .._epochs import input_shrinks, pruned_triggers, refine_count, whole_history_phase
 from .._pipeline import Pipeline
 
 __all__ = ["prune_node", "pruning_fits"]
 
 
 def pruning_fits(pipe: Pipeline, measured: Measured) -> bool:
-    """Whether pruning the whole history's model input copy makes the context fit."""
-    if not pipe.settings.config.pruning.enabled:
+    """Whether shrinking the whole history's model input copy makes the context fit."""
+    if not input_shrinks(pipe):
         return False
     phase = whole_history_phase(pipe, measured)
     refine = refine_count(pipe, measured, measured.lead)
@@ -29,7 +31,7 @@ def pruning_fits(pipe: Pipeline, measured: Measured) -> bool:
 
 
 def prune_node(pipe: Pipeline, state: MeasuredInput) -> Command[str]:
-    """The node (no I/O): assemble the pruned copy, or go on to summarize."""
+    """The node (no I/O): assemble the shrunk copy, or go on to summarize."""
     if pruning_fits(pipe, state["measured"]):
         return Command(goto="assemble", update={"outcome": Outcome("pruned", None)})
     return Command(goto="partition")

@@ -1,0 +1,204 @@
+"""Old media out of the model input: ``pruning.media_keep_last``.
+
+An image, file (PDF), audio or video block older than the last ``media_keep_last`` user turns
+is replaced, in the model input copy only, by a text block holding its reference (kind, mime
+type, file name or URL, size: ``_blocks.media_reference``), in the same position. The message
+keeps every other block (the same objects), its id, name and tool calls, so tool pairs are
+untouched; the history, the checkpoint and the summarizer keep the originals.
+
+A *user turn* starts at a real user message (``is_real_user_message``: a ``HumanMessage`` that
+is not an injected summary), so the media kept are those of the newest ``media_keep_last``
+real user messages and of everything after the oldest of them: the assistant's and the tools'
+too. ``0`` keeps none. Leading system messages are instructions, not turns, and keep theirs.
+
+Setting the key is enough: it applies whether pruning is enabled or not, and below every
+trigger too, since what the model should still see does not depend on how full the context is.
+The replacement depends on the history alone (the same history gives the same bytes), and a
+message, once replaced, stays replaced as the history grows: the bytes change only when a user
+turn ages out, and only in that turn, which sits just before the kept turns, so a provider's
+prompt cache still holds everything before it. (Tied to pruning epochs, it would change bytes
+less often but keep sending old media until the next trigger crossing, if one ever comes.)
+The derivation is extended call by call (:class:`OldMedia`), so a steady-state call looks at
+its new messages only.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from langchain_core.messages import BaseMessage
+
+from ._blocks import media_reference
+from ._messages import is_real_user_message
+
+__all__ = ["MediaCopy", "OldMedia", "derive_old_media", "has_media", "media_replaced_copy"]
+
+_RESPONSES_MEDIA = frozenset({"input_image", "input_file"})
+"""Responses API blocks: their reference becomes ``input_text``, the API's own text block."""
+_NESTED = "tool_result"
+"""An Anthropic tool result block: the media in its ``content`` list are replaced too."""
+
+
+@dataclass(frozen=True, slots=True)
+class MediaCopy:
+    """The model input copy of one message with its media replaced."""
+
+    message: BaseMessage
+    tokens: int
+    """What the copy counts."""
+    saving: int
+    """What the original counts beyond the copy."""
+    blocks: int
+    """Media blocks replaced."""
+
+
+@dataclass(frozen=True, slots=True)
+class OldMedia:
+    """Which messages of a history carry old media, and their copies (an immutable snapshot).
+
+    Every figure of a prefix ``messages[:end]`` depends on that prefix alone (``cutoff_at``,
+    ``saved_between``), which lets the pruning epochs find their crossings with the copies
+    counted.
+    """
+
+    keep: int
+    """``media_keep_last`` it was derived for."""
+    lead: int
+    """Leading system messages (never touched)."""
+    checked: int
+    """Length of the history this was derived over."""
+    digest: str
+    """Prefix hash of ``messages[:checked]``: it is extended only on that history."""
+    media: tuple[int, ...] = ()
+    """Indexes of the messages after the leading system ones that hold a media block."""
+    users: tuple[int, ...] = ()
+    """Indexes of the real user messages."""
+    copies: Mapping[int, MediaCopy] = field(default_factory=dict)
+    """The messages of ``media`` before :attr:`cutoff`, with their media replaced."""
+    running: tuple[int, ...] = (0,)
+    """Running sum of the copies' savings, in the order of ``media``."""
+
+    def cutoff_at(self, end: int) -> int:
+        """Media of ``messages[:end]`` before this index are old (in that prefix)."""
+        if self.keep == 0:
+            return end
+        turns = bisect_left(self.users, end)
+        return self.users[turns - self.keep] if turns >= self.keep else 0
+
+    @property
+    def cutoff(self) -> int:
+        return self.cutoff_at(self.checked)
+
+    def saved_between(self, start: int, cutoff: int, skip: Mapping[int, object]) -> int:
+        """Tokens the copies in ``[start, cutoff)`` save, but for the indexes in ``skip``.
+
+        ``cutoff`` is at most :attr:`cutoff` (the copies exist up to there).
+        """
+        media, copies = self.media, self.copies
+        low, high = bisect_left(media, start), bisect_left(media, cutoff)
+        total = self.running[high] - self.running[low] if high > low else 0
+        for index in skip:
+            if start <= index < cutoff and index in copies:
+                total -= copies[index].saving
+        return total
+
+    def saved(self, start: int, skip: Mapping[int, object]) -> int:
+        """Tokens the copies at or after ``start`` save, but for the indexes in ``skip``."""
+        return self.saved_between(start, self.cutoff, skip)
+
+    def saving_at(self, index: int, end: int) -> int:
+        """What ``messages[index]``'s copy saves in the prefix ``messages[:end]`` (0: none)."""
+        copy = self.copies.get(index)
+        return copy.saving if copy is not None and index < self.cutoff_at(end) else 0
+
+    def breaks(self, low: int, high: int) -> list[int]:
+        """The prefix ends in ``(low, high)`` where ``cutoff_at`` may move (a prefix of ends
+        between two of them has one set of old media)."""
+        marks = self.media if self.keep == 0 else self.users
+        first = bisect_left(marks, low)  # a mark m moves the cutoff at end m + 1
+        return [m + 1 for m in marks[first : bisect_left(marks, high - 1)]]
+
+
+def _replaced(block: object) -> tuple[object, int]:
+    """A block with its media replaced by references, and how many were."""
+    if not isinstance(block, dict):
+        return block, 0
+    reference = media_reference(block)
+    if reference is not None:
+        kind = "input_text" if block.get("type") in _RESPONSES_MEDIA else "text"
+        return {"type": kind, "text": reference}, 1
+    inner = block.get("content")
+    if block.get("type") == _NESTED and isinstance(inner, list):
+        blocks, count = _replaced_blocks(inner)
+        if count:
+            return {**block, "content": blocks}, count
+    return block, 0
+
+
+def _replaced_blocks(blocks: Sequence[object]) -> tuple[list[object], int]:
+    out: list[object] = []
+    count = 0
+    for block in blocks:
+        new, replaced = _replaced(block)
+        out.append(new)
+        count += replaced
+    return out, count
+
+
+def has_media(message: BaseMessage) -> bool:
+    """Whether any content block of ``message`` (or of a tool result block in it) is media."""
+    content = message.content
+    return not isinstance(content, str) and _replaced_blocks(content)[1] > 0
+
+
+def media_replaced_copy(message: BaseMessage) -> tuple[BaseMessage, int] | None:
+    """``message`` with each media block replaced by a text reference, and how many were.
+
+    None when it holds no media. The copy shares every other block with the original (byte for
+    byte), and its id, name, tool calls and kwargs; the original is untouched.
+    """
+    if isinstance(message.content, str):
+        return None
+    blocks, count = _replaced_blocks(message.content)
+    if not count:
+        return None
+    return message.model_copy(update={"content": blocks}), count
+
+
+def derive_old_media(
+    messages: Sequence[BaseMessage],
+    lead: int,
+    keep: int,
+    digest: str,
+    count: Callable[[BaseMessage], int],
+    token: Callable[[int], int],
+    previous: OldMedia | None = None,
+) -> OldMedia:
+    """The old media of ``messages``, extending ``previous`` (derived over a prefix of them).
+
+    ``count`` gives a copy's tokens and ``token`` an original's (by index); each is called
+    once per replaced message over the life of a thread, since a message before the cutoff
+    stays before it.
+    """
+    if previous is None or previous.keep != keep or previous.lead != lead:
+        previous = OldMedia(keep, lead, lead, "")
+    size = len(messages)
+    new = range(previous.checked, size)
+    media = previous.media + tuple(i for i in new if has_media(messages[i]))
+    users = previous.users + tuple(i for i in new if is_real_user_message(messages[i]))
+    state = OldMedia(keep, lead, size, digest, media, users, previous.copies, previous.running)
+    due = media[len(previous.copies) : bisect_left(media, state.cutoff)]
+    if not due:
+        return state
+    copies = dict(previous.copies)
+    running = list(previous.running)
+    for index in due:
+        replaced = media_replaced_copy(messages[index])
+        assert replaced is not None  # listed in media: it has some
+        message, blocks = replaced
+        tokens = count(message)
+        copies[index] = MediaCopy(message, tokens, token(index) - tokens, blocks)
+        running.append(running[-1] + copies[index].saving)
+    return OldMedia(keep, lead, size, digest, media, users, copies, tuple(running))
