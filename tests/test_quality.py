@@ -199,3 +199,44 @@ def test_the_recording_fakes_default_reply_passes(
     reply, covered = _recorded_reply(messages, summary)
 
     assert not_a_summary(reply, covered) is None, reply
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Por favor, comparte la conversación que quieres resumir.",
+        "Estou pronto para ajudar. Por favor, compartilhe a conversa.",
+        "Bitte teilen Sie mir das Gespräch mit, das ich zusammenfassen soll.",
+        "Pourriez-vous me fournir la conversation ?",
+        "Не могли бы вы прислать переписку? Чем могу помочь?",
+        "Отправьте, пожалуйста, текст беседы.",
+        "من فضلك، أرسل المحادثة.",
+        "मैं तैयार हूँ, बातचीत भेजिए।",
+        "請提供對話內容。",
+        "我已经准备好了，有什么可以帮您？",
+        "準備ができました。会話を送ってください。",
+        "무엇을 도와드릴까요? 대화 내용을 알려 주세요.",
+    ],
+    ids=["es", "pt", "de", "fr", "ru", "ru-after", "ar", "hi", "zh-hant", "zh", "ja", "ko"],
+)
+def test_a_request_for_input_in_another_language_is_not_a_summary(reply: str) -> None:
+    reason = not_a_summary(reply, transcript(1, 10))
+
+    assert reason is not None and reason.startswith("it asks for input"), reason
+
+
+def test_salient_terms_of_other_scripts() -> None:
+    chinese = salient_terms("我们把订单的数据库迁移到新服务器")
+    # Bigrams of Han runs, without common words or bigrams across a particle ("单的").
+    assert {"订单", "数据", "据库", "迁移", "服务"} <= chinese
+    assert not {"我们", "单的", "的数"} & chinese
+    # Katakana words whole, hiragana (grammar) never.
+    japanese = salient_terms("データベースをバックアップしてから移行します")
+    assert {"データベース", "バックアップ", "移行"} <= japanese
+    assert not {"して", "から", "ます"} & japanese
+    # Words by stem, whatever their ending or article; function words never.
+    assert salient_terms("базы данных") == salient_terms("базу данных") == {"баз", "данны"}
+    assert salient_terms("الخادم") == salient_terms("خادم")
+    assert not salient_terms("который также пожалуйста")
+    # A Hindi word keeps its vowel signs (a plain \w splits it into consonants).
+    assert salient_terms("डेटाबेस") == {"डेटाब"}
