@@ -13,8 +13,8 @@ instead of the data. Nothing here raises on an odd block: what cannot be read is
 
 from __future__ import annotations
 
-import binascii
 import re
+import struct
 from collections.abc import Mapping
 from typing import Any
 
@@ -82,7 +82,7 @@ def media_block(block: object) -> MediaBlock | None:
         return None
     try:
         return _media_block(block)
-    except (TypeError, ValueError, AttributeError, binascii.Error, OverflowError):
+    except (TypeError, ValueError, AttributeError, IndexError, OverflowError, struct.error):
         return None  # a block too odd to read is not priced as media
 
 

@@ -25,6 +25,7 @@ TEXT_DECODE_BYTES = 4 * 1024 * 1024
 _HEAD_BYTES = 64 * 1024
 """Enough for a JPEG's frame header after the usual EXIF block (its thumbnail included)."""
 _MAX_BOXES = 256
+_LINE_PROBE = 1024
 _URLSAFE = str.maketrans("-_", "+/")
 _PDF_PAGE = re.compile(rb"/Type\s*/Page(?![A-Za-z])")
 _PDF_COUNT = re.compile(
@@ -85,6 +86,8 @@ class _Base64:
     __slots__ = ("size", "text")
 
     def __init__(self, text: str) -> None:
+        if "\n" in text[:_LINE_PROBE] or "\r" in text[:_LINE_PROBE]:
+            text = "".join(text.split())  # MIME base64 wraps its lines: offsets need none
         if "-" in text or "_" in text:
             text = text.translate(_URLSAFE)
         self.text = text
@@ -136,7 +139,7 @@ def _sniff(head: bytes) -> str | None:
 def _image_size(head: bytes) -> tuple[int, int] | None:
     """Width and height from a PNG, GIF, WebP or JPEG header."""
     size: tuple[int, int] | None = None
-    if head.startswith(b"\x89PNG\r\n\x1a\n") and head[12:16] == b"IHDR":
+    if head.startswith(b"\x89PNG\r\n\x1a\n") and head[12:16] == b"IHDR" and len(head) >= 24:
         size = struct.unpack(">II", head[16:24])
     elif head.startswith((b"GIF87a", b"GIF89a")) and len(head) >= 10:
         size = struct.unpack("<HH", head[6:10])

@@ -289,6 +289,17 @@ def test_image_size_from_the_header(data: bytes, size: tuple[int, int]) -> None:
     assert found.size_bytes == len(data)
 
 
+def test_base64_wrapped_in_lines_is_read_as_one() -> None:
+    data = b64(png(1920, 1080, pad_to=4000))
+    wrapped = "\n".join(data[i : i + 76] for i in range(0, len(data), 76))
+    found = probe(wrapped, "image/png", "image")
+    assert (found.width, found.height, found.size_bytes) == (
+        1920,
+        1080,
+        probe(data, None, "image").size_bytes,
+    )
+
+
 def test_image_rules_of_each_provider_family() -> None:
     # OpenAI's published examples: 1024x1024 high detail is 765; 2048x4096 is 1105
     assert openai_image_tokens(1024, 1024) == 765
@@ -451,6 +462,9 @@ ODD_BLOCKS: list[object] = [
     {"type": "video", "base64": b64(b"\x00\x00\x00\x00moov" + bytes(8)), "mime_type": "video/mp4"},
     {"type": "video", "base64": b64(b"\x00\x00\x00\x01moov" + bytes(8)), "mime_type": "video/mp4"},
     {"type": "image", "base64": b64(b"\xff\xd8\xff\xe0\x00\x00"), "mime_type": "image/jpeg"},
+    {"type": "image", "base64": b64(png(64, 64)[:20]), "mime_type": "image/png"},
+    {"type": "image", "base64": b64(gif(64, 64)[:8])},
+    {"type": "image", "base64": b64(webp_lossy(64, 64)[:28])},
     {"type": "image", "base64": b64(b"RIFF\x00\x00\x00\x00WEBPVP8 "), "mime_type": "image/webp"},
     {"type": "file", "base64": b64(b"%PDF-" + b"\xff" * 50), "mime_type": "application/pdf"},
     {"type": "image", "source_type": "base64", "data": b"\x89PNG", "mime_type": "image/png"},
