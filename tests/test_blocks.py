@@ -555,3 +555,38 @@ def test_any_block_of_a_known_type_never_raises(kind: str, fields: dict[str, Any
     assert (reference is None) == (tokens is None)
     if reference is not None:
         reference.encode("utf-8")
+
+
+_MAGIC = st.sampled_from(
+    [
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR",
+        b"\xff\xd8\xff",
+        b"GIF89a",
+        b"RIFF\x00\x00\x00\x00WEBPVP8 ",
+        b"RIFF\x00\x00\x00\x00WEBPVP8L",
+        b"RIFF\x00\x00\x00\x00WEBPVP8X",
+        b"RIFF\x10\x00\x00\x00WAVEfmt ",
+        b"%PDF-1.4\n",
+        b"\x00\x00\x00\x18ftypisom",
+        b"\x00\x00\x00\x08moov",
+        b"",
+    ]
+)
+_MIMES = st.sampled_from(
+    [None, "image/png", "image/jpeg", "image/webp", "audio/wav", "video/mp4", "application/pdf"]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(magic=_MAGIC, tail=st.binary(max_size=300), mime=_MIMES, kind=_TYPES)
+def test_headers_of_garbage_never_raise(
+    magic: bytes, tail: bytes, mime: str | None, kind: str
+) -> None:
+    data = magic + tail
+    for block in (
+        {"type": kind, "base64": b64(data), "mime_type": mime},
+        {"type": kind, "source_type": "base64", "data": data, "mime_type": mime},
+    ):
+        reference = media_reference(block)
+        if reference is not None:
+            assert (block_tokens(block) or 0) >= 0
