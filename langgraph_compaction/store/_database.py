@@ -19,7 +19,12 @@ import os
 import threading
 import weakref
 from collections.abc import AsyncGenerator, Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    contextmanager,
+    nullcontext,
+)
 from typing import Any, TypeVar
 from uuid import uuid4
 
@@ -46,6 +51,7 @@ from langgraph_compaction.store._migrate import (
     ensure_schema,
     schema_is_current,
 )
+from langgraph_compaction.store._writers import WriteQueue, write_queue
 
 __all__ = ["Database", "database_identity"]
 
@@ -81,6 +87,9 @@ class Database:
         self._serial: AbstractContextManager[Any] = (
             threading.Lock() if self.memory else nullcontext()
         )
+        # Writers of one process to one file take turns here, not in SQLite's busy handler.
+        sqlite_file = not self.memory and self.sync_url.get_backend_name() == "sqlite"
+        self.writes: WriteQueue | None = write_queue(self.identity) if sqlite_file else None
         self._engine: Engine | None = None
         self._aengine: AsyncEngine | None = None
         self._aloop: weakref.ref[asyncio.AbstractEventLoop] | None = None
@@ -117,7 +126,7 @@ class Database:
                         if not schema_is_current(conn):
                             conn.rollback()  # end the read; migrate under the write lock
                             conn.execution_options(**{WRITE_OPTION: True})
-                            with MIGRATION_LOCK, conn.begin():
+                            with MIGRATION_LOCK, self._write_turn(True), conn.begin():
                                 ensure_schema(conn)
                 except BaseException:
                     engine.dispose()  # nothing half-made is kept: the next call starts over
@@ -133,6 +142,22 @@ class Database:
             return {WRITE_OPTION: False, "isolation_level": "AUTOCOMMIT"}
         return {WRITE_OPTION: write}
 
+    def _write_turn(self, write: bool) -> AbstractContextManager[None]:
+        """This process's turn at the file's write lock, held for one write transaction.
+
+        Taken before a pooled connection is, so waiting writers hold no connection.
+        Readers never queue (WAL); PostgreSQL and :memory: have locks of their own.
+        """
+        if write and self.writes is not None:
+            return self.writes.hold(self.busy_timeout)
+        return nullcontext()
+
+    def _awrite_turn(self, write: bool) -> AbstractAsyncContextManager[None]:
+        """:meth:`_write_turn` for a task: it waits without blocking its event loop."""
+        if write and self.writes is not None:
+            return self.writes.ahold(self.busy_timeout)
+        return nullcontext()
+
     def run(
         self,
         op: Callable[[Connection], T],
@@ -146,7 +171,7 @@ class Database:
             engine = self.sync_engine()
             for attempt in range(1, attempts + 1):
                 try:
-                    with self._serial, engine.connect() as conn:
+                    with self._serial, self._write_turn(write), engine.connect() as conn:
                         conn.execution_options(**self.options(write, single))
                         with conn.begin():
                             return op(conn)
@@ -214,7 +239,11 @@ class Database:
             engine = await self.async_engine()
             for attempt in range(1, attempts + 1):
                 try:
-                    async with self._aserial or nullcontext(), engine.connect() as conn:
+                    async with (
+                        self._aserial or nullcontext(),
+                        self._awrite_turn(write),
+                        engine.connect() as conn,
+                    ):
                         await conn.execution_options(**self.options(write, single))
                         async with conn.begin():
                             return await conn.run_sync(op)
