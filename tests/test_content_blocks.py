@@ -111,7 +111,7 @@ def _graph(store: SummaryStore, summarizer: RecordingSummarizer, **extra: object
 def _media_history(content: Content) -> list[BaseMessage]:
     messages = chat(1)
     messages.append(HumanMessage(content, id="media"))
-    messages.append(AIMessage("A cat, a three-page report and a moment of silence.", id="seen"))
+    messages.append(AIMessage("A cat, three pages of figures and a moment of silence.", id="seen"))
     return messages + chat(10, system=False, prefix="later-")
 
 
@@ -172,13 +172,14 @@ def test_call_blocks_are_read_as_the_calls_they_are_once() -> None:
     assert render_transcript([blocks_only]) == "assistant: [tool calls: fetch({'u': 1})]"
 
 
-def test_recall_indexes_the_reference_and_finds_a_file_by_its_name(store: SummaryStore) -> None:
+async def test_recall_indexes_the_references_not_the_data(summary_store: SummaryStore) -> None:
     messages = _media_history(MEDIA["anthropic"])
-    graph = _graph(store, RecordingSummarizer(), recall={"enabled": True})
-    assert graph.invoke(graph_input(messages), THREAD)["compaction"].action == "summarized"
-    hits = store.search_messages("t", "report.pdf")
+    graph = _graph(summary_store, RecordingSummarizer(), recall={"enabled": True})
+    result = await graph.ainvoke(graph_input(messages), THREAD)
+    assert result["compaction"].action == "summarized"
+    hits = await summary_store.asearch_messages("t", "look at these")
     assert hits and hits[0].message_id == "media"
-    assert CAT_URL in hits[0].text
+    assert CAT_URL in hits[0].text and "report.pdf" in hits[0].text
     _assert_no_data(hits[0].text)
 
 
