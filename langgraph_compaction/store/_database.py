@@ -8,8 +8,11 @@ reach, gets its tables on the loop, from the declared metadata (no file read).
 
 Nothing failed is kept: an engine whose schema could not be made is disposed, and the next
 call builds it again, so a store recovers once the cause (a folder not writable yet, a server
-down, a lock held too long) is gone. Every error reaches the caller as SummaryStoreError
-naming the store and what to do, its cause chained.
+down, a lock held too long) is gone. A database that goes away under a running store (a
+SQLite file deleted or replaced, a PostgreSQL database or schema dropped and created again)
+is opened again on the next call, its schema made anew (``_reopen`` says how it is noticed).
+Every error reaches the caller as SummaryStoreError naming the store and what to do, its
+cause chained.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from uuid import uuid4
 
 from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import URL
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from langgraph_compaction._exceptions import SummaryStoreError
@@ -51,6 +54,7 @@ from langgraph_compaction.store._migrate import (
     ensure_schema,
     schema_is_current,
 )
+from langgraph_compaction.store._reopen import FileId, file_id, schema_missing, sqlite_path
 from langgraph_compaction.store._writers import WriteQueue, write_queue
 
 __all__ = ["Database", "database_identity"]
@@ -97,6 +101,11 @@ class Database:
         """Keeps the loop-shutdown hook of the current async engine alive."""
         self._aserial: asyncio.Lock | None = None
         self._aschema_ready = False
+        self._file = sqlite_path(self.sync_url)
+        self._engine_file: FileId | None = None
+        """The SQLite file the sync engine made the schema in (device, inode)."""
+        self._aengine_file: FileId | None = None
+        """The same for the async engine."""
 
     @contextmanager
     def errors(self) -> Iterator[None]:
@@ -131,8 +140,24 @@ class Database:
                 except BaseException:
                     engine.dispose()  # nothing half-made is kept: the next call starts over
                     raise
+                self._engine_file = None if self._file is None else file_id(self._file)
                 self._engine = engine
             return self._engine
+
+    def _moved(self, opened: FileId | None) -> bool:
+        """Whether the SQLite file is gone, or another file, since an engine opened it."""
+        return self._file is not None and file_id(self._file) != opened
+
+    def _sync_engine_on_file(self, reopen: bool = False) -> Engine:
+        """The sync engine, built again (with the schema) when its database went away."""
+        engine = self.sync_engine()
+        if reopen or self._moved(self._engine_file):
+            with self._lock:
+                if self._engine is engine:  # not reopened by another thread meanwhile
+                    self._engine = None
+            engine.dispose()
+            engine = self.sync_engine()
+        return engine
 
     def options(self, write: bool, single: bool) -> dict[str, Any]:
         """Execution options of one operation's connection."""
@@ -166,19 +191,23 @@ class Database:
         attempts: int = 1,
         single: bool = True,
     ) -> T:
-        """Run ``op`` in one transaction of the sync engine."""
+        """Run ``op`` in one transaction of the sync engine (once more if the tables were gone)."""
         with self.errors():
-            engine = self.sync_engine()
-            for attempt in range(1, attempts + 1):
+            engine, attempt, reopened = self._sync_engine_on_file(), 1, False
+            while True:
                 try:
                     with self._serial, self._write_turn(write), engine.connect() as conn:
                         conn.execution_options(**self.options(write, single))
                         with conn.begin():
                             return op(conn)
                 except IntegrityError:
-                    if attempt == attempts:
+                    if attempt >= attempts:
                         raise
-        raise AssertionError("attempts must be >= 1")
+                    attempt += 1
+                except DBAPIError as exc:
+                    if reopened or not schema_missing(exc):
+                        raise
+                    engine, reopened = self._sync_engine_on_file(reopen=True), True
 
     # -- async ---------------------------------------------------------------------------------
 
@@ -215,7 +244,20 @@ class Database:
                 await self._create_memory_schema(engine)
             else:
                 await asyncio.to_thread(self.sync_engine)
-            self._aschema_ready = True
+            self._aengine_file, self._aschema_ready = self._engine_file, True
+        return engine
+
+    async def _async_engine_on_file(self, reopen: bool = False) -> AsyncEngine:
+        """The async engine, built again (the sync one and the schema too, off the loop) when
+        its database went away."""
+        engine = await self.async_engine()
+        if reopen or self._moved(self._aengine_file):  # a stat: as cheap as a lock
+            with self._lock:
+                if self._aengine is engine:
+                    self._aengine = None  # async_engine() builds the next one
+            await engine.dispose()
+            await asyncio.to_thread(self._sync_engine_on_file, reopen)
+            engine = await self.async_engine()
         return engine
 
     async def _create_memory_schema(self, engine: AsyncEngine) -> None:
@@ -234,10 +276,10 @@ class Database:
         attempts: int = 1,
         single: bool = True,
     ) -> T:
-        """Run ``op`` in one transaction of the async engine (``run_sync``)."""
+        """Run ``op`` in one transaction of the async engine (``run_sync``), as :meth:`run`."""
         with self.errors():
-            engine = await self.async_engine()
-            for attempt in range(1, attempts + 1):
+            engine, attempt, reopened = await self._async_engine_on_file(), 1, False
+            while True:
                 try:
                     async with (
                         self._aserial or nullcontext(),
@@ -248,9 +290,13 @@ class Database:
                         async with conn.begin():
                             return await conn.run_sync(op)
                 except IntegrityError:
-                    if attempt == attempts:
+                    if attempt >= attempts:
                         raise
-        raise AssertionError("attempts must be >= 1")
+                    attempt += 1
+                except DBAPIError as exc:
+                    if reopened or not schema_missing(exc):
+                        raise
+                    engine, reopened = await self._async_engine_on_file(reopen=True), True
 
     # -- closing -------------------------------------------------------------------------------
 
