@@ -49,7 +49,10 @@ class SummaryStore(LeaseMethods, RecallMethods):
     (the sync engine's connection pool), and creates or upgrades its tables on first use
     (Alembic migrations shipped in the package, run off the event loop on the async path; a
     store written by a newer release is refused with SummaryStoreError naming both schema
-    versions). Every failure is a SummaryStoreError, and the next call tries again.
+    versions). Every failure is a SummaryStoreError, and the next call tries again. A NUL
+    or a lone surrogate, which the databases refuse, is stored as U+FFFD wherever it occurs
+    (``_text``); a database deleted, replaced or dropped under a running store is opened
+    again, its schema made anew, on the next call (``_reopen``).
 
     ```python
     store = SummaryStore("sqlite:///compaction.db", retention=20)
