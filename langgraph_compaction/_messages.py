@@ -1,7 +1,8 @@
 """Message helpers: tool-call units, the tool-pair rule, the summary message.
 
 Pairing is by position, not by id alone: real traces reuse tool-call ids, so a tool result
-belongs to the AI message it directly follows.
+belongs to the AI message it directly follows. A call lives in up to three forms (``tool_calls``,
+the provider's raw ``additional_kwargs["tool_calls"]``, content call blocks), trimmed together.
 """
 
 from __future__ import annotations
@@ -257,7 +258,9 @@ def ensure_tool_pairs(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage
 
     Every tool result must directly follow the AI message that called it, and every call
     must be answered. A valid input comes back unchanged (same objects, zero repairs):
-    this is a safety net, and its repairs are counted in the report.
+    this is a safety net, and its repairs are counted in the report. A call without a result
+    normally goes to the summary with its message (partition); only one still in the input
+    (the newest message, the kept side of a reused summary) gets the placeholder result.
     """
     output: list[BaseMessage] = []
     repairs = 0
