@@ -59,9 +59,9 @@ __all__ = [
     "epochs_for",
     "input_shrinks",
     "old_media_for",
+    "old_media_input",
     "pruned_input",
     "pruned_triggers",
-    "replaces_old_media",
     "summary_phase",
     "whole_history_phase",
 ]
@@ -368,7 +368,15 @@ def old_media_for(pipe: Pipeline, measured: Measured) -> OldMedia | None:
     return media
 
 
-def replaces_old_media(pipe: Pipeline, measured: Measured) -> bool:
-    """Whether this history has old media to replace in the model input."""
+def old_media_input(
+    pipe: Pipeline, measured: Measured
+) -> tuple[list[BaseMessage], int, int] | None:
+    """The history with its old media replaced, the tokens that saves (uncalibrated) and the
+    blocks replaced; None when none is old (or ``media_keep_last`` is off)."""
     media = old_media_for(pipe, measured)
-    return media is not None and bool(media.copies)
+    if media is None or not media.copies:
+        return None
+    sent = list(measured.messages)
+    for index, copy in media.copies.items():
+        sent[index] = copy.message
+    return sent, media.saved(0, {}), sum(copy.blocks for copy in media.copies.values())

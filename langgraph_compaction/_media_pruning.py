@@ -26,14 +26,14 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from langchain_core.messages import BaseMessage
 
 from ._blocks import media_reference
 from ._messages import is_real_user_message
 
-__all__ = ["MediaCopy", "OldMedia", "derive_old_media", "has_media", "media_replaced_copy"]
+__all__ = ["MediaCopy", "OldMedia", "derive_old_media", "media_replaced_copy"]
 
 _RESPONSES_MEDIA = frozenset({"input_image", "input_file"})
 """Responses API blocks: their reference becomes ``input_text``, the API's own text block."""
@@ -77,6 +77,9 @@ class OldMedia:
     """Indexes of the real user messages."""
     copies: Mapping[int, MediaCopy] = field(default_factory=dict)
     """The messages of ``media`` before :attr:`cutoff`, with their media replaced."""
+    young: Mapping[int, tuple[BaseMessage, int]] = field(default_factory=dict)
+    """The other messages of ``media``: their copies and blocks replaced, made when first seen
+    (so each block is read once), counted when they become old."""
     running: tuple[int, ...] = (0,)
     """Running sum of the copies' savings, in the order of ``media``."""
 
@@ -147,12 +150,6 @@ def _replaced_blocks(blocks: Sequence[object]) -> tuple[list[object], int]:
     return out, count
 
 
-def has_media(message: BaseMessage) -> bool:
-    """Whether any content block of ``message`` (or of a tool result block in it) is media."""
-    content = message.content
-    return not isinstance(content, str) and _replaced_blocks(content)[1] > 0
-
-
 def media_replaced_copy(message: BaseMessage) -> tuple[BaseMessage, int] | None:
     """``message`` with each media block replaced by a text reference, and how many were.
 
@@ -186,19 +183,18 @@ def derive_old_media(
         previous = OldMedia(keep, lead, lead, "")
     size = len(messages)
     new = range(previous.checked, size)
-    media = previous.media + tuple(i for i in new if has_media(messages[i]))
+    found = {i: c for i in new if (c := media_replaced_copy(messages[i])) is not None}
+    young = {**previous.young, **found} if found else previous.young
+    media = previous.media + tuple(found)
     users = previous.users + tuple(i for i in new if is_real_user_message(messages[i]))
-    state = OldMedia(keep, lead, size, digest, media, users, previous.copies, previous.running)
+    state = OldMedia(keep, lead, size, digest, media, users, previous.copies, young)
     due = media[len(previous.copies) : bisect_left(media, state.cutoff)]
     if not due:
-        return state
-    copies = dict(previous.copies)
-    running = list(previous.running)
+        return replace(state, running=previous.running)
+    copies, running, young = dict(previous.copies), list(previous.running), dict(young)
     for index in due:
-        replaced = media_replaced_copy(messages[index])
-        assert replaced is not None  # listed in media: it has some
-        message, blocks = replaced
+        message, blocks = young.pop(index)
         tokens = count(message)
         copies[index] = MediaCopy(message, tokens, token(index) - tokens, blocks)
         running.append(running[-1] + copies[index].saving)
-    return OldMedia(keep, lead, size, digest, media, users, copies, tuple(running))
+    return replace(state, copies=copies, young=young, running=tuple(running))

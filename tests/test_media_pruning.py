@@ -40,6 +40,7 @@ from typing_extensions import TypedDict
 
 from langgraph_compaction import CompactionReport, SummaryStore, create_compaction_graph
 from langgraph_compaction._blocks import media_reference
+from langgraph_compaction._estimate import estimate_tokens
 
 Block = dict[str, Any]
 RUN: RunnableConfig = {"configurable": {"thread_id": "media"}}
@@ -380,6 +381,23 @@ def test_an_edited_history_is_derived_again(store: SummaryStore) -> None:
     sent, report = run(compaction, edited)
     assert dumped(sent[1:2]) == dumped([expected_copy(edited[1])])
     assert dumped(run(compaction, history)[0]) == dumped(long_input)
+
+
+def test_each_copy_is_made_and_counted_once_per_thread(store: SummaryStore) -> None:
+    """A growing thread derives its old media from its new messages only: each replaced
+    message is copied and counted once, however many calls follow."""
+    counted: list[str] = []
+
+    def counter(messages: Sequence[BaseMessage]) -> int:
+        counted.extend(str(m.content) for m in messages)
+        return estimate_tokens(messages)
+
+    conversation = turns(MEDIA["standard-image-url"], 12)
+    compaction = graph(store, 2, token_counter=counter)
+    for size in range(3, len(conversation) + 1, 2):  # after each user message
+        run(compaction, conversation[:size])
+    references = [c for c in counted if "'text': '[image:" in c]
+    assert len(references) == len(set(references)) == 10  # turns 0..9 aged out, once each
 
 
 # --------------------------------------------------------------------------- what it counts

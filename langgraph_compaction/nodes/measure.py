@@ -4,7 +4,7 @@ Threshold first: when no trigger fires the call passes ``messages`` through unto
 store access and no model call. When the summary this process served last still matches and
 fits, the call goes straight to assemble (the reuse fast path), again without the store.
 
-    measure -> END (pass through) | assemble (summary held, or old media to replace) | prune
+    measure -> END (pass through, old media replaced) | assemble (summary held) | prune
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from langgraph.types import Command
 
 from .._call import Measured, Outcome
 from .._effects import Step
-from .._epochs import replaces_old_media
+from .._epochs import old_media_input
 from .._messages import coerce_messages, count_leading_system
 from .._pipeline import Pipeline, Precompact
 from .._report import CompactionReport, ContextGauge
@@ -28,7 +28,7 @@ from .._summaries import compressed_triggers, still_serves
 from .._thresholds import find_keep_start, fired_triggers
 from .._tokens import HistoryScan, calibrated
 
-__all__ = ["measure", "measure_context", "measure_step", "passthrough_report"]
+__all__ = ["measure", "measure_context", "measure_step", "old_media_report", "passthrough_report"]
 
 
 def measure_context(
@@ -53,6 +53,16 @@ def measure_context(
 def passthrough_report(settings: Settings, total: int) -> CompactionReport:
     gauge = ContextGauge(total, settings.window, settings.budget, total)
     return CompactionReport("passthrough", total, total, gauge)
+
+
+def old_media_report(
+    settings: Settings, measured: Measured, saved: int, replaced: int
+) -> CompactionReport:
+    """No trigger fired, but old media left the model input (``media_keep_last``)."""
+    after = calibrated(settings.fixed_tokens + measured.scan.total - saved, measured.ratio)
+    gauge = ContextGauge(after, settings.window, settings.budget, measured.tokens_before)
+    before = measured.tokens_before
+    return CompactionReport("pruned", before, after, gauge, media_replaced=replaced)
 
 
 def measure(pipe: Pipeline, messages: Sequence[BaseMessage], config: RunnableConfig) -> Measured:
@@ -93,12 +103,14 @@ def measure_step(
     if not measured.fired:
         if measured.near:  # passes through, but prepares the next summary meanwhile
             yield precompact(pipe, measured, None)
-        if replaces_old_media(pipe, measured):  # media_keep_last holds at any context size
-            update = {"measured": measured, "outcome": Outcome("kept", None)}
-            return Command(goto="assemble", update=update)
-        pipe.memory.remember_sent(measured.key, messages, measured.tokens_before, measured.ratio)
+        sent: Sequence[BaseMessage] = messages
         report = passthrough_report(settings, measured.tokens_before)
-        return Command(goto=END, update={"llm_input_messages": messages, "compaction": report})
+        shrunk = old_media_input(pipe, measured)
+        if shrunk is not None:  # media_keep_last holds below every trigger too
+            sent, saved, replaced = shrunk
+            report = old_media_report(settings, measured, saved, replaced)
+        pipe.memory.remember_sent(measured.key, messages, report.tokens_after, measured.ratio)
+        return Command(goto=END, update={"llm_input_messages": sent, "compaction": report})
     held = still_serves(pipe, measured)
     if held is None:
         return Command(goto="prune", update={"measured": measured})
