@@ -14,12 +14,13 @@ words; a non-Latin word by its first letters, so that the inflected forms of a R
 or Hindi word match. Chinese, Japanese and Korean have no spaces between words (or, in Korean,
 particles glued to them), so their text is read as character bigrams of Han and Hangul runs,
 katakana words whole and hiragana (grammar) not at all; Thai, Lao, Khmer and Myanmar text as
-character trigrams. Each language's function words and the vocabulary of chat and of the
+character 4-grams. Each language's function words and the vocabulary of chat and of the
 prompts never count as the conversation's terms.
 """
 
 from __future__ import annotations
 
+import operator
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -194,8 +195,8 @@ _COMMON_UNSPACED_WORDS = """
     ต้องการ ทำ ใช้ อยู่ ยัง ถ้า หรือ แต่ ซึ่ง ทั้ง ทุก ขอบคุณ สวัสดี ตอนนี้ วันนี้ เรียบร้อย สำเร็จ
     ภาษา
 """
-_HAN_PARTICLES = frozenset("的了吗呢吧啊呀着和与及或也都就又把被很是在我你他她它这那嗎與著這")
-"""Han characters of grammar: a bigram with one of them spans a word boundary."""
+_HAN_PARTICLES = re.compile("[的了吗呢吧啊呀着和与及或也都就又把被很是在我你他她它这那嗎與著這]")
+"""Han characters of grammar: they split a Han run, since a bigram across one spans two words."""
 
 # Openings that ask for input instead of summarizing, in the languages small models answer in.
 _REQUEST_PATTERNS = (
@@ -287,10 +288,11 @@ def _grams(text: str) -> set[str]:
     for han, katakana, hangul, sea in _RUNS.findall(text):
         if katakana:
             grams.add(katakana)
-            continue
-        run = han or hangul or sea
-        size = _SEA_GRAM if sea else 2
-        grams.update(run[i : i + size] for i in range(len(run) - size + 1))
+        elif sea:
+            grams.update(sea[i : i + _SEA_GRAM] for i in range(len(sea) - _SEA_GRAM + 1))
+        else:  # bigrams, joined character by character in C (a long transcript has 100,000)
+            for run in _HAN_PARTICLES.split(han) if han else (hangul,):
+                grams.update(map(operator.add, run, run[1:]))
     return grams
 
 
@@ -318,20 +320,17 @@ def _terms(text: str) -> Iterator[tuple[str, str]]:
         token = token.strip("_")
         if token:
             yield token.lower(), token
-            for part in _PART.split(token):
-                yield part.lower(), part
+            parts = _PART.split(token)
+            if len(parts) > 1:
+                yield from ((part.lower(), part) for part in parts)
 
 
-def _salient(text: str) -> Iterator[str]:
-    """:func:`salient_terms`, one at a time (some more than once)."""
-    text = _fold(text)
+def _salient_words(text: str) -> Iterator[str]:
+    """The salient words and identifiers of ``text`` (folded), one at a time."""
     for term, written in _terms(text):
         form = _salient_form(term, written)
         if form is not None:
             yield form
-    for gram in _grams(text):
-        if gram not in _COMMON_GRAMS and _HAN_PARTICLES.isdisjoint(gram):
-            yield gram
 
 
 def salient_terms(text: str) -> frozenset[str]:
@@ -341,14 +340,14 @@ def salient_terms(text: str) -> frozenset[str]:
     summary that shortens a path still matches. Lowercase, but codes in capitals as written;
     non-Latin words by their stem; Chinese, Japanese, Korean and Thai text by its n-grams.
     """
-    return frozenset(_salient(text))
+    text = _fold(text)
+    return frozenset(_salient_words(text)).union(_grams(text) - _COMMON_GRAMS)
 
 
 def _written_forms(text: str) -> set[str]:
-    """Every form of ``text``'s terms that a salient term of the transcript may take."""
-    text = _fold(text)
+    """Every form of ``text``'s (folded) terms that a salient term of a transcript may take."""
     forms = {form for term, written in _terms(text) for form in (term, written, _stem(term))}
-    return forms.union(_grams(text))
+    return forms | _grams(text)
 
 
 def not_a_summary(text: str, transcript: str) -> str | None:
@@ -374,9 +373,13 @@ def not_a_summary(text: str, transcript: str) -> str | None:
     request = _REQUESTS.search(folded[:_OPENING])
     if request and not _quotes(folded[request.start() :], _fold(transcript)):
         return f"it asks for input ({request.group(0)!r}) instead of summarizing"
-    written = _written_forms(text)
-    judged = False
-    for term in _salient(transcript):
+    written = _written_forms(folded)
+    transcript = _fold(transcript)
+    grams = _grams(transcript) - _COMMON_GRAMS
+    if not grams.isdisjoint(written):
+        return None
+    judged = bool(grams)
+    for term in _salient_words(transcript):
         if term in written:
             return None
         judged = True
