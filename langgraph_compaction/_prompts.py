@@ -16,7 +16,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ._blocks import is_reasoning, media_reference
+from ._blocks import is_reasoning, media_block
 
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
@@ -114,7 +114,8 @@ keys of their id and arguments."""
 
 def _message_text(message: BaseMessage) -> str:
     """What the summarizer reads of a message: its text, a reference for each media block
-    (kind, mime type, file name or URL, size: never the data) and its tool calls.
+    (kind, mime type, file name or URL, size: never the data; a text document's text after
+    it) and its tool calls.
 
     Reasoning is left out: it is the model's scratch work (often signed or encrypted), not
     what was said, and it reaches the model only in the messages kept verbatim.
@@ -139,10 +140,12 @@ def _content_parts(content: str | list[str | dict[str, Any]]) -> list[str]:
             run.append(block["text"])
         elif is_reasoning(block):
             continue
-        elif (reference := media_reference(block)) is not None:
+        elif (media := media_block(block)) is not None:
             parts.append("".join(run))
             run.clear()
-            parts.append(reference)
+            parts.append(media.reference)
+            if media.text:  # a text document (plain text, CSV...) is read as the text it is
+                parts.append(media.text)
     parts.append("".join(run))
     return [part for part in parts if part]
 

@@ -271,3 +271,26 @@ def test_reasoning_is_kept_byte_for_byte_and_never_summarized(
     # reused on the next call: the same bytes again
     again = graph.invoke(graph_input(messages), THREAD)["llm_input_messages"]
     assert [m.model_dump_json() for m in again] == [m.model_dump_json() for m in output]
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        {
+            "type": "document",
+            "title": "notes.txt",
+            "source": {"type": "text", "media_type": "text/plain", "data": "Budget: 5k EUR."},
+        },
+        {"type": "text-plain", "text": "Budget: 5k EUR.", "title": "notes.txt"},
+        {
+            "type": "file",
+            "base64": base64.b64encode(b"Budget: 5k EUR.").decode(),
+            "mime_type": "text/plain",
+            "extras": {"filename": "notes.txt"},
+        },
+    ],
+    ids=["anthropic", "langchain-text-plain", "langchain-base64"],
+)
+def test_a_text_document_is_read_with_its_text(block: dict[str, Any]) -> None:
+    text = render_transcript([HumanMessage(["Here are my notes.", block])])
+    assert text == "user: Here are my notes.\n[file: text/plain, notes.txt, 15 B]\nBudget: 5k EUR."
