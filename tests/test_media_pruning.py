@@ -19,6 +19,7 @@ import struct
 import wave
 import zlib
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -430,23 +431,22 @@ def test_replaced_media_can_spare_a_summary(store: SummaryStore, tmp_path: Path)
     assert report.tokens_after == shrunk.tokens_after
     assert report.media_replaced == 5
 
-    other = SummaryStore(f"sqlite:///{tmp_path / 'other.db'}")
-    try:
+    with closing(SummaryStore(f"sqlite:///{tmp_path / 'other.db'}")) as other:
         _, without = run(graph(other, None, between, model=summarizer), history)
-    finally:
-        other.close()
     assert (without.action, summarizer.call_count) == ("summarized", 1)
 
 
-def test_with_a_summary_in_use_the_kept_messages_are_copies(store: SummaryStore) -> None:
-    """After a summary, old media among the kept messages are references too."""
+def test_with_a_summary_in_use_the_kept_messages_are_copies(store_url: str) -> None:
+    """After a summary, old media among the kept messages are references too; a second
+    process reusing the stored summary sends the same bytes (SQLite and PostgreSQL)."""
     history = turns(MEDIA["standard-image-url"], 8)
     settings = {
         "trigger": {"type": "messages", "value": 12},
         "keep": {"type": "messages", "value": 6},
     }
     summarizer = RecordingSummarizer()
-    sent, report = run(graph(store, 1, settings, model=summarizer), history)
+    with closing(SummaryStore(store_url)) as store:
+        sent, report = run(graph(store, 1, settings, model=summarizer), history)
     assert report.action == "summarized"
     assert summarizer.call_count == report.summary_calls > 0
     kept = sent[2:]  # system, summary, then the kept messages
@@ -457,6 +457,11 @@ def test_with_a_summary_in_use_the_kept_messages_are_copies(store: SummaryStore)
     )
     assert dumped(kept[-2:]) == dumped(originals[-2:])
     assert report.media_replaced == sum(m.type == "human" for m in originals[:-2])
+
+    with closing(SummaryStore(store_url)) as other:  # another process: the store only
+        reused, again = run(graph(other, 1, settings, model=summarizer), history)
+    assert (again.action, summarizer.call_count) == ("reused", report.summary_calls)
+    assert dumped(reused) == dumped(sent)
 
 
 PRUNING: dict[str, Any] = {
