@@ -96,6 +96,8 @@ class Outcome:
     shortened: int = 0
     over_trim: int = 0
     error: str | None = None
+    summary_cut: bool = False
+    """A summary reply was over ``max_summary_tokens`` and was cut to it."""
 
 
 @dataclass(frozen=True, slots=True)

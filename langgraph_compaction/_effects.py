@@ -5,13 +5,22 @@ model call, a pause, a wait for another call's summary, starting background work
 back the effect's result; ``yield from perform(effect)`` gives that result its type. So the
 decision logic is written once, and the two paths differ only in each effect's two runners,
 ``run`` and ``arun``; the async runners never block the event loop.
+
+A model call may be bounded in time (``ModelCall.timeout``). Async, the call is cancelled when
+the time is up. Sync, a chat model's ``invoke`` cannot be interrupted, so it runs on a daemon
+worker thread (with a copy of the caller's context, so LangChain callbacks, LangGraph's config
+and its stream writer still apply) and the step stops waiting for it: the abandoned call
+finishes on its own, and its result is discarded, never used or stored.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import threading
 import time
 from collections.abc import Awaitable, Callable, Generator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, cast
 
@@ -24,6 +33,7 @@ from .store import Lease, SummaryRecord, SummaryStore, ThreadState
 __all__ = [
     "Effect",
     "ModelCall",
+    "ModelCallTimeout",
     "Sleep",
     "Start",
     "Step",
@@ -78,18 +88,73 @@ class StoreCall(Generic[T]):
         return self.asynchronous(store)
 
 
+class ModelCallTimeout(TimeoutError):
+    """A model call gave no reply within its time bound."""
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__(f"no reply within {timeout:g} s; the call was abandoned")
+        self.timeout = timeout
+
+
 @dataclass(frozen=True, slots=True)
 class ModelCall:
-    """Invoke a chat model (already bound and tagged) on a prompt."""
+    """Invoke a chat model (already bound and tagged) on a prompt, within ``timeout`` seconds.
+
+    Raises ``ModelCallTimeout`` past the timeout (None: no bound).
+    """
 
     model: Runnable[Any, BaseMessage]
     prompt: Sequence[BaseMessage]
+    timeout: float | None = None
 
     def run(self, store: SummaryStore) -> BaseMessage:
-        return self.model.invoke(list(self.prompt))
+        if self.timeout is None:
+            return self.model.invoke(list(self.prompt))
+        return _invoke_within(self.model, list(self.prompt), self.timeout)
 
     def arun(self, store: SummaryStore) -> Awaitable[BaseMessage]:
-        return self.model.ainvoke(list(self.prompt))
+        if self.timeout is None:
+            return self.model.ainvoke(list(self.prompt))
+        return _ainvoke_within(self.model, list(self.prompt), self.timeout)
+
+
+def _invoke_within(
+    model: Runnable[Any, BaseMessage], prompt: list[BaseMessage], timeout: float
+) -> BaseMessage:
+    """``model.invoke`` on a daemon thread, waited for at most ``timeout`` seconds."""
+    reply: Future[BaseMessage] = Future()
+    context = contextvars.copy_context()
+
+    def call() -> None:
+        try:
+            result = context.run(model.invoke, prompt)
+        except BaseException as exc:  # handed to the waiting step, or dropped with the call
+            reply.set_exception(exc)
+        else:
+            reply.set_result(result)
+
+    # A daemon thread: a call that never returns must not hold up the interpreter's exit.
+    threading.Thread(target=call, name="compaction-summary-call", daemon=True).start()
+    try:
+        return reply.result(timeout)
+    except TimeoutError:
+        if reply.done():  # it answered or failed just as the time ran out
+            return reply.result()
+        raise ModelCallTimeout(timeout) from None
+
+
+async def _ainvoke_within(
+    model: Runnable[Any, BaseMessage], prompt: list[BaseMessage], timeout: float
+) -> BaseMessage:
+    """``model.ainvoke``, cancelled after ``timeout`` seconds."""
+    scope = asyncio.timeout(timeout)
+    try:
+        async with scope:
+            return await model.ainvoke(prompt)
+    except TimeoutError:
+        if scope.expired():  # not a TimeoutError the model raised itself
+            raise ModelCallTimeout(timeout) from None
+        raise
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,9 +2,11 @@
 
 Errors are read through langchain-core's ``ModelError`` family. A retryable one (rate limit,
 timeout, connection, server error) is retried with a short bounded backoff before the next
-model is tried; a prompt over the summarizer's context (``ContextOverflowError``, or an
-OpenAI-compatible server's 400 saying so) is handed back to the caller as ``PromptTooLong``,
-to be summarized again in smaller chunks; anything else moves on to the next model.
+model is tried; a call past ``summary_timeout`` moves on to the next model at once (a retry
+would only multiply the wait); a prompt over the summarizer's context
+(``ContextOverflowError``, or a server's 400 saying so in its own words: OpenAI's, vLLM's,
+llama.cpp's, Ollama's) is handed back to the caller as ``PromptTooLong``, to be summarized
+again in smaller chunks; anything else moves on to the next model.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable
 
 from ._config import CompactionConfig
-from ._effects import ModelCall, Sleep, Step
+from ._effects import ModelCall, ModelCallTimeout, Sleep, Step
 from ._exceptions import SummarizerError
 
 __all__ = [
@@ -38,15 +40,43 @@ __all__ = [
 RETRY_DELAYS = (0.5, 1.5)
 """Pauses before the second and third try of a retryable error (then the next model)."""
 
+# The window and the prompt's tokens, as each server words them (first match wins):
+#   OpenAI, DeepSeek, older vLLM: "This model's maximum context length is W tokens. However, you
+#     requested T tokens (P in the messages, C in the completion)."
+#   vLLM: "... maximum context length is W tokens. However, your request has P input tokens.",
+#     "... However, you requested C output tokens and your prompt contains at least P input
+#     tokens, ...", "'max_tokens' ... is too large: C. This model's maximum context length is W
+#     tokens and your request has P input tokens (C > W - P).", "You passed P input tokens and
+#     requested C output tokens. However, the model's context length is only W tokens, resulting
+#     in a maximum input length of M tokens.", "The decoder prompt (length P) is longer than the
+#     maximum model length of W."
+#   llama.cpp's server: "request (P tokens) exceeds the available context size (W tokens), try
+#     increasing it", "input (P tokens) is larger than the max context size (W tokens)"
+#   Ollama: "input length (P tokens) exceeds the model's maximum context length (W tokens)";
+#     "the input length exceeds the context length" and "prompt too long; exceeded max context
+#     length by N tokens" give no window.
 _WINDOW = re.compile(
-    r"maximum context length is (\d+)|context window of (\d+)|context length of (\d+)", re.I
+    r"maximum context length is (\d+)|context window of (\d+)|context length of (\d+)"
+    r"|available context size \((\d+) tokens\)|max context size \((\d+) tokens\)"
+    r"|context length is only (\d+) tokens|maximum model length of (\d+)"
+    r"|maximum context length \((\d+)",
+    re.I,
 )
 _PROMPT = re.compile(
-    r"\((\d+) in the messages|\((\d+) in your prompt|requested tokens \((\d+)\)", re.I
+    r"\((\d+) in the messages|\((\d+) in your prompt|requested tokens \((\d+)\)"
+    r"|request \((\d+) tokens\) exceeds|input \((\d+) tokens\) is larger"
+    r"|request has (\d+) input tokens|contains at least (\d+) input tokens"
+    r"|you passed (\d+) input tokens|prompt \(length (\d+)\) is longer"
+    r"|input length \((\d+)(?: tokens)?\) exceeds",
+    re.I,
 )
 _OVERFLOW_WORDS = re.compile(
     r"maximum context length|exceeds? (the )?context|context window|context_length_exceeded"
-    r"|prompt is too long|too many tokens|input tokens exceed",
+    r"|prompt is too long|too many tokens|input tokens exceed"
+    r"|exceeds the available context size|larger than the max context size"
+    r"|exceed_context_size_error|context size has been exceeded"
+    r"|longer than the maximum model length|maximum input length of"
+    r"|prompt too long|exceeded max context length",
     re.I,
 )
 
@@ -157,11 +187,13 @@ def summary_call(
     bound: list[Runnable[Any, BaseMessage]],
     prompt: str,
     estimate: int,
+    timeout: float | None = None,
 ) -> Step[SummaryReply]:
     """One summary call: each model in turn, retryable errors retried first.
 
     ``models`` and ``bound`` (the same models, bound) shrink in place when a model fails for
-    good, so the next chunk of the same compaction starts with the model that worked.
+    good, so the next chunk of the same compaction starts with the model that worked. Each
+    attempt gets ``timeout`` seconds (``summary_timeout``); a model past it is not retried.
 
     Raises:
         PromptTooLong: the current model refused the prompt as too long.
@@ -172,7 +204,10 @@ def summary_call(
     while models:
         for attempt in range(len(RETRY_DELAYS) + 1):
             try:
-                reply = yield ModelCall(bound[0], message)
+                reply = yield ModelCall(bound[0], message, timeout)
+            except ModelCallTimeout as exc:
+                errors.append(f"summary_timeout: {exc}")
+                break
             except Exception as exc:
                 overflow = overflow_of(exc)
                 if overflow is not None:

@@ -73,7 +73,14 @@ class CompactionReport:
     """Tool-pair repairs made by the final check (zero on any valid history)."""
     over_budget: bool = False
     """The model input still exceeds the budget: nothing more could be evicted, and the
-    newest unit alone does not fit even with its tool results shortened. The call goes
-    ahead (the provider may refuse it); ``action`` is ``failed`` and an event says so."""
+    newest unit does not fit even with its tool results shortened (beside the summary in use,
+    see ``summary_over_budget``). The call goes ahead (the provider may refuse it);
+    ``action`` is ``failed`` and an event says so."""
+    summary_over_budget: bool = False
+    """With ``over_budget``: the summary in use is what does not fit (it alone exceeds the
+    budget, or the input would fit without it), not the newest turn."""
+    summary_cut: bool = False
+    """A summary reply of this call was over ``max_summary_tokens`` by more than 10% and was
+    cut to it, at a line or sentence end, before it was stored."""
     error: str | None = None
     """Why the call failed, when ``action`` is ``failed``."""

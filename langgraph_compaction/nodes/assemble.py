@@ -106,7 +106,7 @@ def assemble(
     tokens.extend(size(i) for i in range(kept_from, len(source)))
 
     dropped = shortened = 0
-    over_budget = False
+    over_budget = summary_over_budget = False
     limit = settings.fit_limit
     if limit is not None:
         raw_limit = int(limit / measured.ratio) if measured.ratio else limit
@@ -116,6 +116,12 @@ def assemble(
         if sum(tokens) > available:
             shortened = _shorten_newest_unit(body, tokens, available)
         over_budget = sum(tokens) > available
+        # The summary is to blame when it alone exceeds the budget, or the rest would fit.
+        summary_over_budget = (
+            over_budget
+            and summary_tokens > 0
+            and (summary_tokens > available or sum(tokens) - summary_tokens <= available)
+        )
     output, repairs = ensure_tool_pairs(body)
     tokens_after = calibrated(settings.fixed_tokens + sum(tokens), measured.ratio)
     baseline = calibrated(
@@ -127,9 +133,9 @@ def assemble(
     error = outcome.error
     if over_budget:
         action = "failed"
-        error = (
-            f"the model input is {tokens_after} tokens, over the budget of {limit}: nothing "
-            "more can be evicted and the newest turn alone does not fit"
+        shown_summary = calibrated(summary_tokens, measured.ratio)
+        error = _over_budget_error(
+            tokens_after, limit, shown_summary if summary_over_budget else None
         )
         emit(
             {
@@ -139,6 +145,8 @@ def assemble(
                 "cause": "over_budget",
                 "error": error,
                 "tokens_after": tokens_after,
+                "summary_tokens": shown_summary,
+                "summary_over_budget": summary_over_budget,
             }
         )
     report = CompactionReport(
@@ -159,9 +167,24 @@ def assemble(
         dropped_count=dropped,
         repaired_pairs=repairs,
         over_budget=over_budget,
+        summary_over_budget=summary_over_budget,
+        summary_cut=outcome.summary_cut,
         error=error,
     )
     return output, report
+
+
+def _over_budget_error(tokens_after: int, limit: int | None, summary_tokens: int | None) -> str:
+    """Why the input still exceeds the budget: the summary in use (its tokens given), or the
+    newest turn."""
+    over = f"the model input is {tokens_after} tokens, over the budget of {limit}: "
+    if summary_tokens is None:
+        return over + "nothing more can be evicted and the newest turn alone does not fit"
+    return over + (
+        f"the summary in use takes {summary_tokens} of them and does not fit with the newest "
+        "turn (a summary stored larger than this budget allows: lower max_summary_tokens, or "
+        "revoke or edit the summary)"
+    )
 
 
 def assemble_node(pipe: Pipeline, state: OutcomeInput) -> dict[str, object]:

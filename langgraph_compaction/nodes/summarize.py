@@ -21,6 +21,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from .._call import Decision, DecisionInput, Measured, Outcome, Partition, Reuse
+from .._cap import cap_summary
 from .._chunks import ChunkPlan, plan_chunks
 from .._config import CompactionConfig
 from .._effects import (
@@ -196,6 +197,7 @@ def _make(pipe: Pipeline, measured: Measured, decision: Decision, plan: Partitio
         }
     )
     text, calls, shortened, over_trim = previous, 0, chunks.shortened, chunks.over_trim
+    cut = False
     try:
         if not models:
             raise SummarizerError("no summarizer model: pass model= or fallback_model=")
@@ -210,7 +212,9 @@ def _make(pipe: Pipeline, measured: Measured, decision: Decision, plan: Partitio
             estimate = settings.counter([HumanMessage(content=prompt)])
             calls += 1
             try:
-                reply = yield from summary_call(models, bound, prompt, estimate)
+                reply = yield from summary_call(
+                    models, bound, prompt, estimate, config.summary_timeout
+                )
             except PromptTooLong as exc:
                 overflows += 1
                 if overflows > _MAX_OVERFLOW_RETRIES:
@@ -234,7 +238,8 @@ def _make(pipe: Pipeline, measured: Measured, decision: Decision, plan: Partitio
             if reason is not None:
                 raise SummarizerError(f"the reply is not a summary ({reason})")
             memory.learn_summarizer_usage(reply.estimate, reply.input_tokens)
-            text = reply.text
+            text = cap_summary(reply.text, config.max_summary_tokens, settings.counter)
+            cut = cut or len(text) < len(reply.text)
     except SummarizerError as exc:
         return (yield from _failed(pipe, measured, plan, generation, calls, str(exc)))
     assert text is not None
@@ -279,9 +284,17 @@ def _make(pipe: Pipeline, measured: Measured, decision: Decision, plan: Partitio
             "calls": calls,
             "shortened": shortened,
             "over_trim": over_trim,
+            "summary_cut": cut,
         }
     )
-    return Outcome("summarized", record, calls=calls, shortened=shortened, over_trim=over_trim)
+    return Outcome(
+        "summarized",
+        record,
+        calls=calls,
+        shortened=shortened,
+        over_trim=over_trim,
+        summary_cut=cut,
+    )
 
 
 def _recalled(measured: Measured, plan: Partition) -> tuple[IndexedMessage, ...]:
