@@ -340,6 +340,7 @@ def llama_tokenizer() -> Iterator[Callable[[str], int]]:
     params.n_ctx = 512  # tokenizing needs no context; keep the memory small
     params.n_parallel = 1
     params.warmup = False
+    params.verbosity = -1  # the server logs every request otherwise
     params.cpuparams.n_threads = 1
     params.cpuparams_batch.n_threads = 1
     server = xllamacpp.Server(params)
@@ -453,23 +454,27 @@ def print_table(table: dict[str, dict[str, Ratios]], markdown: bool) -> None:
     the p95 of the relative error."""
     columns = [name for name in COLUMNS if any(row[name].values for row in table.values())]
     if markdown:
-        heads = " | ".join(f"{name}: n, median, p95, err95" for name in columns)
-        print(f"| script | {heads} |")
-        print("|---" * (1 + len(columns)) + "|")
+        # One cell per column: median / p95 / err95, and the samples where they vary.
+        print("| script | samples | " + " | ".join(columns) + " |")
+        print("|---|--:|" + "--:|" * len(columns))
         for kind, row in table.items():
-            cells = " | ".join(" ".join(row[name].cells()) for name in columns)
-            print(f"| {kind} | {cells} |")
+            cells = []
+            for name in columns:
+                n, median, p95, err = row[name].cells()
+                note = f" ({n})" if name == f"o200k text {LONG}+" and n else ""
+                cells.append(f"{median} / {p95} / {err}{note}" if n else "-")
+            print(f"| {kind} | {len(row['o200k text'].values)} | " + " | ".join(cells) + " |")
         return
     width = 29
     print(f"{'':24}" + "".join(f" | {name:>{width}}" for name in columns))
     sub = f"{'n':>5} {'median':>7} {'p95':>6} {'err95':>6}"
     print(f"{'script':24}" + "".join(f" | {sub:>{width}}" for _ in columns))
     for kind, row in table.items():
-        cells = "".join(
+        line = "".join(
             f" | {n:>5} {median:>7} {p95:>6} {err:>6}"
             for n, median, p95, err in (row[name].cells() for name in columns)
         )
-        print(f"{kind:24}{cells}")
+        print(f"{kind:24}{line}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
