@@ -215,7 +215,8 @@ def _from_url(
 ) -> MediaBlock:
     """A block that carries a URL: a ``data:`` URL is read as inline data, another kept."""
     if url.startswith("data:"):
-        header, _, data = url.partition(",")
+        comma = url.find(",")
+        header = url[:comma] if comma >= 0 else url
         declared = header[5:].split(";")[0].strip() or None
         if ";base64" not in header:  # percent-encoded text: rare, priced by its length
             return MediaBlock(
@@ -224,17 +225,18 @@ def _from_url(
                 mime_type=declared or mime,
                 file_name=file_name,
                 file_id=file_id,
-                size_bytes=len(data),
+                size_bytes=len(url) - comma - 1 if comma >= 0 else 0,
                 detail=detail,
             )
         return _from_data(
             kind,
             family,
-            data,
+            url,
             declared or mime,
             file_name=file_name,
             file_id=file_id,
             detail=detail,
+            start=comma + 1 if comma >= 0 else len(url),
         )
     if len(url) > _BARE_BASE64_MIN and _BASE64_HEAD.fullmatch(url, 0, _BARE_BASE64_MIN):
         # bare base64 where a URL was expected (some clients send ``file_data`` so)
@@ -261,9 +263,11 @@ def _from_data(
     file_name: str | None = None,
     file_id: str | None = None,
     detail: str | None = None,
+    start: int = 0,
 ) -> MediaBlock:
-    """A block with inline data: its size from the base64 length, the rest from its bytes."""
-    found = probe(data, mime, kind, text_like=is_text_mime(mime))
+    """A block with inline data (``data[start:]``): its size from the base64 length, the rest
+    from its bytes."""
+    found = probe(data, mime, kind, text_like=is_text_mime(mime), start=start)
     return MediaBlock(
         kind,
         family,

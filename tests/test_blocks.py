@@ -41,7 +41,7 @@ from langgraph_compaction._media import (
     anthropic_image_tokens,
     openai_image_tokens,
 )
-from langgraph_compaction._media_probe import TEXT_DECODE_BYTES, probe
+from langgraph_compaction._media_probe import PDF_SCAN_BYTES, TEXT_DECODE_BYTES, Probe, probe
 
 Block = dict[str, Any]
 
@@ -384,6 +384,29 @@ def test_without_a_header_media_is_priced_by_size_or_a_fixed_figure() -> None:
     plain = {"type": "file", "base64": b64(text.encode()), "mime_type": "text/plain"}
     assert block_tokens(plain) == math.ceil(len(text) / 4)
     assert media_block(plain) == MediaBlock("file", "standard", "text/plain", size_bytes=len(text))
+
+
+def test_a_pdf_too_large_to_scan_gives_its_page_tree_count_from_either_end() -> None:
+    large = pdf(30, pad_to=PDF_SCAN_BYTES + 500_000)  # catalog and page tree at the start
+    assert block_tokens({"type": "file", "base64": b64(large), "mime_type": "application/pdf"}) == (
+        30 * PDF_TOKENS_PER_PAGE
+    )
+    noise = bytes(PDF_SCAN_BYTES)
+    hidden = b"%PDF-1.4\n" + noise + b"<< /Type /Pages /Count 9 >>" + noise  # in the middle only
+    found = media_block({"type": "file", "base64": b64(hidden), "mime_type": "application/pdf"})
+    assert found is not None and found.pages is None
+    assert found.tokens == math.ceil(len(hidden) / (50 * 1024) * PDF_TOKENS_PER_PAGE)
+
+
+def test_large_data_is_probed_once_per_process() -> None:
+    data = b64(pdf(12, pad_to=300_000))
+    first = probe(data, "application/pdf", "file")
+    assert probe(data, "application/pdf", "file") is first
+    assert probe("".join(list(data)), "application/pdf", "file") is first  # an equal copy
+    assert probe(data, None, "file") is not first  # what the block declares is part of the key
+    assert probe(data, None, "file") == Probe(first.size_bytes, "application/pdf", pages=12)
+    url = data_url("application/pdf", pdf(12, pad_to=300_000))  # read in place, after its comma
+    assert probe(url, "application/pdf", "file", start=url.index(",") + 1) == first
 
 
 def test_reasoning_blocks_of_each_provider() -> None:
