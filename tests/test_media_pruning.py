@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
-from fakes import RecordingSummarizer
+from fakes import FakeToolCallingModel, RecordingSummarizer
+from langchain.agents import create_agent
 from langchain_core.messages import (
     AIMessage,
     AnyMessage,
@@ -39,7 +40,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph, add_messages
 from typing_extensions import TypedDict
 
-from langgraph_compaction import CompactionReport, SummaryStore, create_compaction_graph
+from langgraph_compaction import (
+    CompactionMiddleware,
+    CompactionReport,
+    SummaryStore,
+    create_compaction_graph,
+)
 from langgraph_compaction._blocks import media_reference
 from langgraph_compaction._estimate import estimate_tokens
 
@@ -557,3 +563,25 @@ def test_in_a_parent_graph_the_checkpoint_keeps_every_media(store: SummaryStore)
         [expected_copy(m) for m in (history[0], history[2])]
     )
     assert dumped(last[4:]) == dumped(history[4:-1])
+
+
+def test_create_agent_middleware_sends_the_copy(store: SummaryStore) -> None:
+    """Through ``CompactionMiddleware``: the model gets references, the state keeps the data."""
+    model = FakeToolCallingModel()
+    middleware = CompactionMiddleware(
+        {**NO_TRIGGER, "pruning": {"media_keep_last": 1}}, store=store
+    )
+    agent = create_agent(model, middleware=[middleware], checkpointer=InMemorySaver())
+    image = MEDIA["responses-input_image"]
+    for turn in range(3):
+        agent.invoke({"messages": [user(turn, image())]}, RUN)
+
+    history = agent.get_state(RUN).values["messages"]
+    assert [m.content[1] for m in history if m.type == "human"] == [image()] * 3
+    sent = model.calls[-1]
+    assert [m.id for m in sent] == [m.id for m in history[:-1]]
+    assert dumped([sent[0], sent[2]]) == dumped(
+        [expected_copy(m) for m in (history[0], history[2])]
+    )
+    assert sent[0].content[1] == {"type": "input_text", "text": media_reference(image())}
+    assert dumped(sent[4:]) == dumped(history[4:-1])
