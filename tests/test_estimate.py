@@ -59,7 +59,7 @@ def _ascii_message(kind: str, content: Any, name: str | None, calls: list[Any]) 
     if kind == "human":
         return HumanMessage(content, name=name)
     if kind == "ai":
-        return AIMessage(content, name=name, tool_calls=calls if isinstance(content, str) else [])
+        return AIMessage(content, name=name, tool_calls=calls)  # with list content: not counted
     if kind == "system":
         return SystemMessage(content, name=name)
     if kind == "developer":
