@@ -19,7 +19,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.prebuilt import InjectedState
 
 from ._prompts import render_transcript
-from .store import RecalledMessage, SummaryStore
+from .store import RecalledMessage, SummaryStore, storable
 
 __all__ = ["create_recall_tool", "format_hits"]
 
@@ -50,7 +50,9 @@ def _current_texts(state: Any) -> dict[str, str] | None:
     texts = {}
     for position, message in enumerate(found):
         if isinstance(message, BaseMessage):
-            texts[message.id or f"#{position}"] = render_transcript([message])
+            # As the store holds them: text a database refuses is replaced there.
+            key, text = message.id or f"#{position}", render_transcript([message])
+            texts[storable(key)] = storable(text)
     return texts
 
 

@@ -20,7 +20,12 @@ from fakes import RecordingSummarizer, SummarizerCall
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from langgraph_compaction import CompactionReport, SummaryStore, create_compaction_graph
+from langgraph_compaction import (
+    CompactionReport,
+    SummaryStore,
+    create_compaction_graph,
+    create_recall_tool,
+)
 from langgraph_compaction.store import IndexedMessage
 from langgraph_compaction.store._text import REPLACEMENT, storable
 
@@ -195,6 +200,16 @@ async def test_refused_text_in_a_conversation_is_summarized_then_reused_byte_for
 
     hits = await text_store.asearch_messages(f"t-{REFUSED}", "question")
     assert hits and all(REFUSED not in hit.text and STORED in hit.text for hit in hits)
+    # The recall tool keeps the hits that are messages of the agent's state, compared as stored.
+    tool = create_recall_tool(text_store)
+    state = {"messages": later}
+    if is_async:
+        assert tool.coroutine is not None
+        answer = await tool.coroutine("question", thread, state)
+    else:
+        assert tool.func is not None
+        answer = await asyncio.to_thread(tool.func, "question", thread, state)
+    assert f"{len(hits)} earlier message(s) match 'question'" in answer
 
 
 async def test_a_summarizer_failing_with_refused_text_opens_the_breaker(

@@ -17,7 +17,7 @@ it is after a check in C.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Engine, event
@@ -42,16 +42,26 @@ def storable(text: str) -> str:
 
 
 def _storable_row(row: Any) -> Any:
-    """One statement's parameters (a tuple or a mapping), unchanged when all are clean."""
+    """One statement's parameters (a tuple or a mapping), the same object when all are clean."""
+    if type(row) is tuple:  # SQLite's parameters; the mapping is PostgreSQL's
+        values: Iterable[Any] = row
+    elif isinstance(row, Mapping):
+        values = row.values()
+    elif isinstance(row, Sequence) and not isinstance(row, str | bytes):
+        values = row
+    else:
+        return row
+    for value in values:
+        # ASCII without NUL, nearly every value, is decided without a call.
+        suspect = isinstance(value, str) and (not value.isascii() or "\x00" in value)
+        if suspect and storable(value) is not value:
+            break
+    else:  # the common case: nothing to replace, nothing copied
+        return row
     if isinstance(row, Mapping):
-        fixed = {k: storable(v) if isinstance(v, str) else v for k, v in row.items()}
-        return row if all(fixed[k] is v for k, v in row.items()) else fixed
-    if isinstance(row, Sequence) and not isinstance(row, str):
-        items = [storable(v) if isinstance(v, str) else v for v in row]
-        if all(a is b for a, b in zip(items, row, strict=True)):
-            return row
-        return tuple(items) if isinstance(row, tuple) else items
-    return row
+        return {k: storable(v) if isinstance(v, str) else v for k, v in row.items()}
+    fixed = [storable(v) if isinstance(v, str) else v for v in row]
+    return tuple(fixed) if isinstance(row, tuple) else fixed
 
 
 def _storable_parameters(
