@@ -19,6 +19,7 @@ from conversations import CompactionGraph, chat, graph_input
 from fakes import RecordingSummarizer, SummarizerCall
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import StructuredTool
 
 from langgraph_compaction import (
     CompactionReport,
@@ -202,6 +203,7 @@ async def test_refused_text_in_a_conversation_is_summarized_then_reused_byte_for
     assert hits and all(REFUSED not in hit.text and STORED in hit.text for hit in hits)
     # The recall tool keeps the hits that are messages of the agent's state, compared as stored.
     tool = create_recall_tool(text_store)
+    assert isinstance(tool, StructuredTool)
     state = {"messages": later}
     if is_async:
         assert tool.coroutine is not None
