@@ -27,11 +27,19 @@ __all__ = [
     "media_block",
     "media_reference",
     "reasoning_text",
+    "tool_call_block",
 ]
 
 REASONING_TYPES = frozenset({"thinking", "redacted_thinking", "reasoning"})
 """Anthropic ``thinking`` (with its signature) and ``redacted_thinking``; OpenAI's and
 LangChain's ``reasoning``."""
+
+_CALL_KEYS = {
+    "tool_use": ("id", "input"),
+    "tool_call": ("id", "args"),
+    "function_call": ("call_id", "arguments"),
+}
+"""Blocks that are tool calls (Anthropic, LangChain, OpenAI Responses): id and arguments keys."""
 
 _STANDARD_KINDS: dict[str, MediaKind] = {
     "image": "image",
@@ -48,6 +56,20 @@ _BASE64_HEAD = re.compile(r"[A-Za-z0-9+/_-]+")
 def is_reasoning(block: object) -> bool:
     """A thinking, redacted_thinking or reasoning block (kept byte for byte, never summarized)."""
     return isinstance(block, Mapping) and block.get("type") in REASONING_TYPES
+
+
+def tool_call_block(block: object) -> tuple[object, object, object] | None:
+    """``(id, name, arguments)`` of a content block that is a tool call, None for any other.
+
+    Anthropic ``tool_use``, LangChain's ``tool_call``, OpenAI Responses ``function_call``
+    (its ``call_id``; the arguments a JSON string, as the block holds them).
+    """
+    if not isinstance(block, Mapping) or not isinstance(kind := block.get("type"), str):
+        return None
+    keys = _CALL_KEYS.get(kind)
+    if keys is None:
+        return None
+    return block.get(keys[0]), block.get("name"), block.get(keys[1])
 
 
 def reasoning_text(block: Mapping[str, Any]) -> str:

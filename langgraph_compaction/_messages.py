@@ -12,6 +12,7 @@ from collections.abc import Collection, Sequence
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import convert_to_messages
 
+from ._blocks import tool_call_block
 from ._exceptions import CompactionInputError
 
 __all__ = [
@@ -197,9 +198,6 @@ def has_unanswered_call(messages: Sequence[BaseMessage], index: int) -> bool:
     return len(answered_calls(messages, index)) < len(message.tool_calls)
 
 
-_CALL_BLOCK_IDS = {"tool_use": "id", "tool_call": "id", "function_call": "call_id"}
-"""Content blocks that are tool calls (Anthropic, LangChain standard, OpenAI Responses), and
-the key of their call id."""
 _NOT_A_CALL = object()
 
 
@@ -215,11 +213,8 @@ def _call_keys(ids: Sequence[object]) -> list[tuple[object, int]]:
 
 def _block_call_id(block: object) -> object:
     """The call id of a content block that is a tool call, else ``_NOT_A_CALL``."""
-    if isinstance(block, dict) and isinstance(kind := block.get("type"), str):
-        field = _CALL_BLOCK_IDS.get(kind)
-        if field is not None:
-            return block.get(field)
-    return _NOT_A_CALL
+    call = tool_call_block(block)
+    return _NOT_A_CALL if call is None else call[0]
 
 
 def keep_tool_calls(message: AIMessage, positions: Collection[int]) -> AIMessage:

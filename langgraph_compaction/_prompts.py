@@ -16,7 +16,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ._blocks import is_reasoning, media_block
+from ._blocks import is_reasoning, media_block, tool_call_block
 
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
@@ -103,13 +103,6 @@ def escape_for(text: str, tags: frozenset[str], fences: Sequence[str]) -> str:
 
 _TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
 """Text blocks: LangChain's and Anthropic's ``text``, OpenAI Responses' input and output."""
-_CALL_BLOCKS = {
-    "tool_use": ("id", "input"),
-    "tool_call": ("id", "args"),
-    "function_call": ("call_id", "arguments"),
-}
-"""Content blocks that are tool calls (Anthropic, LangChain standard, OpenAI Responses): the
-keys of their id and arguments."""
 
 
 def _message_text(message: BaseMessage) -> str:
@@ -155,16 +148,14 @@ def _tool_calls(message: BaseMessage) -> list[str]:
     ``tool_calls`` does not hold (the same call is never shown twice)."""
     calls = message.tool_calls if isinstance(message, AIMessage) else []
     shown = [f"{call['name']}({call['args']})" for call in calls]
-    unseen = Counter(call.get("id") for call in calls)
+    unseen: Counter[object] = Counter(call.get("id") for call in calls)
     blocks = message.content if isinstance(message.content, list) else []
-    for block in blocks:
-        if not isinstance(block, dict) or (keys := _CALL_BLOCKS.get(block.get("type", ""))) is None:
-            continue
-        call_id = block.get(keys[0])
+    for call in filter(None, map(tool_call_block, blocks)):
+        call_id, name, arguments = call
         if unseen[call_id] > 0:
             unseen[call_id] -= 1
             continue
-        shown.append(f"{block.get('name', '')}({_arguments(block.get(keys[1]))})")
+        shown.append(f"{name or ''}({_arguments(arguments)})")
     return shown
 
 

@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
+from langgraph_compaction._blocks import tool_call_block
 from langgraph_compaction._prompts import render_transcript
 
 THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
@@ -294,3 +295,13 @@ def test_reasoning_is_kept_byte_for_byte_and_never_summarized(
 def test_a_text_document_is_read_with_its_text(block: dict[str, Any]) -> None:
     text = render_transcript([HumanMessage(["Here are my notes.", block])])
     assert text == "user: Here are my notes.\n[file: text/plain, notes.txt, 15 B]\nBudget: 5k EUR."
+
+
+def test_odd_blocks_are_not_calls() -> None:
+    for block in ("text", None, {"type": ["tool_use"]}, {"type": "tool_use_x", "id": "c"}):
+        assert tool_call_block(block) is None
+    assert tool_call_block({"type": "function_call", "call_id": "c", "arguments": "{}"}) == (
+        "c",
+        None,
+        "{}",
+    )
