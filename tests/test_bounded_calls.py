@@ -96,6 +96,14 @@ class SilentSummarizer(RecordingSummarizer):
 
 
 @pytest.fixture
+def any_store(store_url: str) -> Iterator[SummaryStore]:
+    """A store on SQLite and on PostgreSQL, for the sync tests."""
+    opened = SummaryStore(store_url)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
 def silent() -> Iterator[SilentSummarizer]:
     model = SilentSummarizer(model_name="silent")
     yield model
@@ -111,8 +119,9 @@ def _failures(store: SummaryStore) -> tuple[int, str]:
 
 
 def test_a_summarizer_that_never_answers_holds_the_call_for_the_timeout_only(
-    store: SummaryStore, silent: SilentSummarizer
+    any_store: SummaryStore, silent: SilentSummarizer
 ) -> None:
+    store = any_store
     graph = create_compaction_graph(CONFIG, model=silent, store=store)
     events: list[dict[str, Any]] = []
     values: dict[str, Any] = {}
@@ -221,8 +230,9 @@ def test_the_bounded_sync_call_keeps_the_runs_context(store: SummaryStore) -> No
 
 
 async def test_async_a_summarizer_that_never_answers_is_cancelled_at_the_timeout(
-    store: SummaryStore, silent: SilentSummarizer
+    summary_store: SummaryStore, silent: SilentSummarizer
 ) -> None:
+    store = summary_store
     graph = create_compaction_graph(CONFIG, model=silent, store=store)
     assert await store.alist_summaries("t") == []
     started = time.monotonic()
@@ -298,8 +308,9 @@ def test_a_reply_up_to_ten_percent_over_the_cap_is_kept_whole() -> None:
     ("reply", "ends"), [(ENGLISH, "."), (CHINESE, "。")], ids=["english", "chinese"]
 )
 def test_a_100k_character_reply_is_stored_cut_to_the_cap_and_later_turns_fit(
-    store: SummaryStore, reply: str, ends: str
+    any_store: SummaryStore, reply: str, ends: str
 ) -> None:
+    store = any_store
     assert len(reply) >= 50_000
     summarizer = RecordingSummarizer(reply=lambda call: (reply * 2)[:100_000])
     config = {
