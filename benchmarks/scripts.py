@@ -74,6 +74,8 @@ SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 LENGTHS = (20, 6000)
 """Sample lengths, in characters, drawn log-uniformly between these."""
 SEED = 17
+ALPHABETIC = re.compile(r"[^\W\d_]")
+"""A letter of any script (what ``str.isalpha`` accepts, in C)."""
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ def read_mo(path: Path) -> list[str]:
     count, _, translations = struct.unpack(order + "III", data[8:20])
     texts = []
     for index in range(count):
-        length, offset = struct.unpack(order + "II", data[translations + 8 * index :][:8])
+        length, offset = struct.unpack_from(order + "II", data, translations + 8 * index)
         raw = data[offset : offset + length].split(b"\0")[0]
         text = raw.decode("utf-8", errors="replace")
         if text and not text.startswith("Project-Id-Version"):
@@ -159,7 +161,7 @@ def script_texts(script: Script) -> list[str]:
     texts = []
     for path in sorted((LOCALES / script.locale / "LC_MESSAGES").glob("*.mo")):
         for text in read_mo(path):
-            alphabetic = sum(1 for char in text if char.isalpha())
+            alphabetic = len(ALPHABETIC.findall(text))
             if alphabetic and len(letters.findall(text)) * 2 >= alphabetic:
                 texts.append(text)
     return texts
@@ -252,7 +254,8 @@ def chat_texts(folder: str) -> list[str]:
     root = Path(spec.submodule_search_locations[0]) / "data" / folder
     texts = []
     for path in sorted(root.glob("*.yml")):
-        document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, when built with it
+        document = yaml.load(path.read_text(encoding="utf-8"), Loader=loader) or {}
         for dialogue in document.get("conversations") or ():
             if isinstance(dialogue, str):  # a few files hold a dialogue as one string
                 dialogue = [dialogue]

@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import string
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableConfig
+from traces import shared_data_dir
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
 from langgraph_compaction._scripts import weighted_chars
@@ -211,3 +214,30 @@ def test_816_chinese_characters_count_at_about_a_token_each_by_default(tmp_path:
     )
     report = graph.invoke(graph_input(messages), THREAD)["compaction"]
     assert 700 <= report.tokens_before <= 900
+
+
+def test_the_benchmark_prints_its_table_for_every_script() -> None:
+    for module in ("bpe_openai", "chatterbot_corpus", "yaml"):
+        pytest.importorskip(
+            module, reason="benchmark-only dependency: pip install -r benchmarks/requirements.txt"
+        )
+    data = shared_data_dir()
+    if not all((data / name).is_dir() for name in ("locomo", "tau-bench-airline")):
+        pytest.skip(f"shared data {data} is absent: English and JSON samples come from it")
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "scripts.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--no-llama", "--samples", "10"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {line.split("|")[0].strip(): line for line in done.stdout.splitlines()[2:]}
+    for kind in ("Chinese", "Japanese", "Korean", "Russian", "Arabic", "Hindi"):
+        assert f"{kind}, software" in rows
+    for kind in ("English, chat", "code", "JSON tool output"):
+        assert kind in rows
+    # JSON costs o200k 2.7 characters a token, ASCII counts at four: the estimate is under.
+    median = float(rows["JSON tool output"].split("|")[1].split()[1])
+    assert 0.6 < median < 0.75
