@@ -8,6 +8,10 @@ two, the price of never reporting a summary that is not on disk). A PostgreSQL d
 schema dropped and created again leaves the connections working but the tables gone; so an
 "undefined table" error (SQLite's "no such table" alike) makes the store build its engine
 and schema again and run the operation once more. ``_database`` does both.
+
+Whoever replaces a SQLite file must remove its ``-wal`` and ``-shm`` with it (or checkpoint
+first): SQLite reads the ``-wal`` at a path as part of whatever file is there, in this process
+as in any other.
 """
 
 from __future__ import annotations
