@@ -43,7 +43,9 @@ def cap_summary(text: str, max_tokens: int, counter: TokenCounter) -> str:
         head = _longest_head(text, positions, max_tokens, counter)
         if head:
             return head
-    return _longest_head(text, list(range(1, len(text))), max_tokens, counter)
+    anywhere = _longest_head(text, list(range(1, len(text))), max_tokens, counter)
+    # A cap below the counter's own overhead per message fits nothing: never store blank text.
+    return anywhere or text[: max(max_tokens, 1)].strip() or text
 
 
 def _longest_head(

@@ -294,6 +294,8 @@ def test_a_reply_without_any_sentence_or_line_end_is_still_capped() -> None:
     assert words.endswith("word") and _tokens(words) <= 300
     blob = cap_summary("x" * 100_000, 300, count_tokens_approximately)
     assert 290 <= _tokens(blob) <= 300
+    tiny = cap_summary(ENGLISH, 2, count_tokens_approximately)  # under a message's overhead
+    assert tiny and ENGLISH.startswith(tiny) and len(tiny) <= 2
 
 
 def test_a_reply_up_to_ten_percent_over_the_cap_is_kept_whole() -> None:
