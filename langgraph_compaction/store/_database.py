@@ -251,7 +251,8 @@ class Database:
         """The async engine, built again (the sync one and the schema too, off the loop) when
         its database went away."""
         engine = await self.async_engine()
-        if reopen or self._moved(self._aengine_file):  # a stat: as cheap as a lock
+        # One stat of a local file, a few microseconds (langgraph dev allows os.stat on the loop).
+        if reopen or self._moved(self._aengine_file):
             with self._lock:
                 if self._aengine is engine:
                     self._aengine = None  # async_engine() builds the next one
