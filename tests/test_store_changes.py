@@ -199,6 +199,10 @@ async def test_a_deletion_made_after_the_schema_came_back_stays_final(
     with pytest.raises(ThreadDeletedError):
         await run("add_summary", **summary_fields("t", "default", 2), generation=read.generation)
     assert await _on_disk(change, "t") == []
+    now = await run("thread_state", "t", "default")
+    assert now.generation == read.generation + 1
+    await run("add_summary", **summary_fields("t", "default", 3), generation=now.generation)
+    assert len(await _on_disk(change, "t")) == 1
 
 
 async def test_a_schema_that_cannot_be_made_again_fails_the_call_and_recovers_later(
