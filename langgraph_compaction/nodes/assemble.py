@@ -30,7 +30,7 @@ from .._pipeline import Pipeline
 from .._report import CompactionAction, CompactionReport, ContextGauge
 from .._settings import emit
 from .._summaries import rescued_positions
-from .._tokens import calibrated
+from .._tokens import TokenCounter, calibrated
 
 __all__ = ["assemble", "assemble_node", "split_rescued_caller"]
 
@@ -50,22 +50,33 @@ def split_rescued_caller(
     return keep_tool_calls(message, [call for r, call in answered.items() if r in rescued])
 
 
-def _shorten_newest_unit(body: list[BaseMessage], tokens: list[int], limit: int) -> int:
-    """Shorten the newest unit's largest tool results until the input fits; returns how many."""
+def _shorten_newest_unit(
+    body: list[BaseMessage], tokens: list[int], limit: int, counter: TokenCounter
+) -> int:
+    """Shorten the text of the newest unit's largest tool results until the input fits;
+    returns how many. Their images and other blocks stay, and still count."""
     first = split_tool_units(body)[-1][0] if body else 0
     over = sum(tokens) - limit
     results = sorted(
         (i for i in range(first, len(body)) if isinstance(body[i], ToolMessage)),
         key=lambda i: -tokens[i],
     )
+
+    def measure(message: BaseMessage) -> int:
+        return counter([message])
+
     shortened = 0
     for index in results:
         if over <= 0:
             break
         target = max(tokens[index] - over, 16)
-        body[index] = shorten_message(body[index], target)
-        over -= tokens[index] - target
-        tokens[index] = target
+        short = shorten_message(body[index], target, measure)
+        if short is body[index]:
+            continue  # no text to cut
+        size = measure(short)
+        body[index] = short
+        over -= tokens[index] - size
+        tokens[index] = size
         shortened += 1
     return shortened
 
@@ -114,7 +125,7 @@ def assemble(
         if sum(tokens) > available:
             dropped = _drop_oldest_units(body, tokens, kept_at, available)
         if sum(tokens) > available:
-            shortened = _shorten_newest_unit(body, tokens, available)
+            shortened = _shorten_newest_unit(body, tokens, available, settings.counter)
         over_budget = sum(tokens) > available
         # The summary is to blame when it alone exceeds the budget, or the rest would fit.
         summary_over_budget = (

@@ -22,7 +22,7 @@ from langchain_core.runnables import RunnableConfig
 
 from .._call import Decision, DecisionInput, Measured, Outcome, Partition, Reuse
 from .._cap import cap_summary
-from .._chunks import ChunkPlan, plan_chunks
+from .._chunks import ChunkPlan, plan_chunks, transcript_tokens
 from .._config import CompactionConfig
 from .._effects import (
     Sleep,
@@ -181,10 +181,9 @@ def _make(pipe: Pipeline, measured: Measured, decision: Decision, plan: Partitio
     generation = decision.generation
     models = distinct_models(settings.summarizer, settings.fallback_model)
     evicted = [measured.messages[i] for i in plan.evicted]
-    tokens = list(map(measured.scan.token, plan.evicted))
-    source_tokens = sum(tokens)
+    source_tokens = sum(map(measured.scan.token, plan.evicted))  # what the model paid for them
     previous = plan.previous.summary if plan.previous else None
-    chunks = _plan(pipe, evicted, tokens, previous, config.max_summary_chunks)
+    chunks = _plan(pipe, evicted, previous, config.max_summary_chunks)
     emit(
         {
             "type": "context_compacting",
@@ -224,8 +223,7 @@ def _make(pipe: Pipeline, measured: Measured, decision: Decision, plan: Partitio
                 )
                 rest = [*chunk, *(m for c in queue for m in c)]
                 left = max(config.max_summary_chunks - calls + 1, 1)
-                counts = [settings.counter([m]) for m in rest]
-                replanned = _plan(pipe, rest, counts, text, left)
+                replanned = _plan(pipe, rest, text, left)
                 queue = list(replanned.chunks)
                 shortened += replanned.shortened
                 over_trim = replanned.over_trim
@@ -313,13 +311,10 @@ def _recalled(measured: Measured, plan: Partition) -> tuple[IndexedMessage, ...]
 
 
 def _plan(
-    pipe: Pipeline,
-    messages: Sequence[BaseMessage],
-    tokens: Sequence[int],
-    previous: str | None,
-    max_chunks: int,
+    pipe: Pipeline, messages: Sequence[BaseMessage], previous: str | None, max_chunks: int
 ) -> ChunkPlan:
-    """Chunks within the configured trim and what the summarizer's window is known to take."""
+    """Chunks within the configured trim and what the summarizer's window is known to take,
+    each message sized by its transcript: what the summarizer reads, not what the model paid."""
     settings = pipe.settings
     config = settings.config
     overhead = settings.counter([HumanMessage(content=config.update_prompt)])
@@ -328,6 +323,7 @@ def _plan(
     trim = pipe.memory.transcript_capacity(
         config.trim_tokens_to_summarize, overhead, config.max_summary_tokens
     )
+    tokens = transcript_tokens(messages, settings.counter) if trim is not None else []  # unused
     return plan_chunks(messages, tokens, trim, max_chunks, settings.counter)
 
 
