@@ -27,7 +27,7 @@ from langgraph_compaction import SummaryStore, create_compaction_graph
 from langgraph_compaction._exceptions import SummaryStoreError
 from langgraph_compaction._state import CompactionInput
 from langgraph_compaction.store._database import database_identity
-from langgraph_compaction.store._engine import WRITE_OPTION
+from langgraph_compaction.store._engine import WRITE_OPTION, build_sync_engine
 from langgraph_compaction.store._writers import WriteQueue, write_queue
 
 WRITERS, WRITES = 6, 15
@@ -290,3 +290,31 @@ def test_threads_driving_conversations_store_one_summary_per_prefix(
             check=False,
         )
         assert check.returncode == 0, check.stdout + check.stderr
+
+
+async def test_sqlite_commits_wait_for_the_disk_only_at_checkpoints_in_wal(
+    tmp_path: Path,
+) -> None:
+    store = SummaryStore(f"sqlite:///{tmp_path / 'store.db'}")
+    await asyncio.to_thread(store.list_summaries, "warm-up")
+    async with (await store._db.async_engine()).connect() as conn:
+        assert (await conn.exec_driver_sql("PRAGMA synchronous")).scalar_one() == 1  # NORMAL
+
+    def sync_pragmas() -> tuple[object, object]:
+        with store._db.sync_engine().connect() as conn:
+            mode = conn.exec_driver_sql("PRAGMA journal_mode").scalar_one()
+            return mode, conn.exec_driver_sql("PRAGMA synchronous").scalar_one()
+
+    assert await asyncio.to_thread(sync_pragmas) == ("wal", 1)
+    await store.aclose()
+
+    # A file left in rollback-journal mode (the inspect CLI never switches it) keeps FULL.
+    def rollback_file_pragma() -> object:
+        engine = build_sync_engine(make_url(f"sqlite:///{tmp_path / 'other.db'}"), wal=False)
+        try:
+            with engine.connect() as conn:
+                return conn.exec_driver_sql("PRAGMA synchronous").scalar_one()
+        finally:
+            engine.dispose()
+
+    assert await asyncio.to_thread(rollback_file_pragma) == 2  # FULL
