@@ -284,3 +284,28 @@ async def test_a_graph_reports_the_store_when_the_schema_cannot_be_made(
         assert len(await asyncio.to_thread(_pg_summaries(pg_url, schema), "c")) == 1
     finally:
         await store.aclose()
+
+
+async def test_a_graph_reports_the_store_when_the_file_cannot_be_made_again(
+    tmp_path: Path, is_async: bool
+) -> None:
+    folder = tmp_path / "data"
+    await asyncio.to_thread(folder.mkdir)
+    store = SummaryStore(f"sqlite:///{folder / 'store.db'}")
+    summarizer = RecordingSummarizer()
+    graph = create_compaction_graph(CONFIG, model=summarizer, store=store)
+    try:
+        assert (await _invoke(graph, "a", is_async))["compaction"].action == "summarized"
+        await asyncio.to_thread(shutil.rmtree, folder)  # the file, its -wal and -shm, the folder
+
+        gone = (await _invoke(graph, "b", is_async))["compaction"]
+        assert gone.action == "failed"
+        assert gone.error is not None and "summary store unavailable" in gone.error
+        assert summarizer.call_count == 1
+
+        await asyncio.to_thread(folder.mkdir)
+        back = (await _invoke(graph, "c", is_async))["compaction"]
+        assert back.action == "summarized"
+        assert len(await asyncio.to_thread(_sqlite_summaries(folder / "store.db"), "c")) == 1
+    finally:
+        await store.aclose()
