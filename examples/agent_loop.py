@@ -18,7 +18,7 @@ parent ``StateGraph``:
   and the ``context_compacting`` / ``context_compacted`` events of the summary calls.
 
 The summarizer is, in order: the local OpenAI-compatible server at
-``$COMPACTION_LOCAL_MODEL_URL`` (llama-cpp-python serving SmolLM2-135M-Instruct, see the
+``$COMPACTION_LOCAL_MODEL_URL`` (llama.cpp's server serving SmolLM2-135M-Instruct, see the
 README: a 135M model shows the plumbing, not the quality of summaries); ``ChatOpenAI`` when
 ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` is set (model ``$OPENAI_MODEL``, default
 ``gpt-4.1-mini``; any OpenAI-compatible server); else an offline stand-in. The agent's replies
@@ -129,10 +129,10 @@ def pick_summarizer() -> Summarizer:
         model = ChatOpenAI(
             base_url=local_url, api_key="local", model="smollm2", temperature=0, timeout=120
         )
-        # llama-cpp-python's server ignores max_completion_tokens, which ChatOpenAI sends for
-        # max_tokens: the cap must travel in the body as max_tokens.
+        # Some OpenAI-compatible servers ignore max_completion_tokens, which ChatOpenAI sends for
+        # max_tokens: the cap also travels in the body as max_tokens.
         parameters = {"extra_body": {"max_tokens": MAX_SUMMARY_TOKENS}}
-        label = "local SmolLM2-135M-Instruct (llama-cpp-python)"
+        label = "local SmolLM2-135M-Instruct (llama.cpp server)"
         return Summarizer(model, label, parameters, is_local=True)
     if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
         name = os.environ.get("OPENAI_MODEL", "gpt-4.1-mini")

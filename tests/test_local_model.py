@@ -1,14 +1,15 @@
 """A real model over HTTP: summaries through ChatOpenAI against a local OpenAI-compatible server.
 
-The server is llama-cpp-python serving SmolLM2-135M-Instruct with a 4,096-token context, which
+The server is llama.cpp's own (the prebuilt ``xllamacpp`` wheel) serving SmolLM2-135M-Instruct
+with a 4,096-token context, which
 ``.ci/run`` (and ``scripts/demo``) start on 127.0.0.1 and announce in
 ``COMPACTION_LOCAL_MODEL_URL``. These tests check plumbing, never wording: a 135M model writes
 poor summaries, but a real one, over the real client and protocol. Without the server they
 skip with the reason.
 
-The server ignores ``max_completion_tokens``, which ChatOpenAI sends for ``max_tokens``; the
-summary call's cap reaches it only as ``extra_body={"max_tokens": N}``, passed through the
-config's ``parameters``.
+Some OpenAI-compatible servers ignore ``max_completion_tokens``, which ChatOpenAI sends for
+``max_tokens``; the summary call's cap also travels as ``extra_body={"max_tokens": N}``, passed
+through the config's ``parameters``.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def local_url() -> str:
     if not url:
         pytest.skip(
             f"no local model server: {LOCAL_MODEL_ENV} is not set (.ci/run and scripts/demo "
-            "start llama-cpp-python with SmolLM2-135M-Instruct and set it)"
+            "start llama.cpp's server with SmolLM2-135M-Instruct and set it)"
         )
     return url
 
@@ -162,11 +163,14 @@ async def test_the_output_cap_is_honoured(local_url: str, store: SummaryStore) -
     cap = 24
     async with httpx.AsyncClient() as client:  # closed here, not by a garbage collector
         model = _local_model(local_url, http_async_client=client)
-        compaction = create_compaction_graph(_config(cap), model=model, store=store)
+        # The cap is checked here, not the wording: a 135M model's summary cut to 24 tokens may
+        # name nothing of the conversation, which the basic check would reject.
+        config_ = _config(cap, summary_check="off")
+        compaction = create_compaction_graph(config_, model=model, store=store)
         tokens = OutputTokens()
         config: RunnableConfig = {"configurable": {"thread_id": "local-cap"}, "callbacks": [tokens]}
         result = await compaction.ainvoke({"messages": _history(8)}, config)
-    assert result["compaction"].action == "summarized"
+    assert result["compaction"].action == "summarized", result["compaction"].error
     assert tokens.counts, "the server reported no usage"
     assert all(0 < count <= cap for count in tokens.counts), tokens.counts
     assert (await store.alist_summaries("local-cap"))[0].summary.strip()
