@@ -77,29 +77,49 @@ def shorten_text(text: str, max_chars: int) -> str:
 
 
 def shorten_message(
-    message: BaseMessage,
-    max_tokens: int,
-    measure: Measure = message_tokens,
-    *,
-    size: int | None = None,
+    message: BaseMessage, max_tokens: int, measure: Measure = message_tokens
 ) -> BaseMessage:
     """The message with its text cut (head and tail kept) so that it measures about
     ``max_tokens``; every other block, the tool calls, the id and the name stay as they are.
 
     The cut follows what the text costs a character, so CJK text is cut as much as Latin.
-    ``size``: the message's measure, when the caller has it.
     """
-    pieces = _text_pieces(message.content)
-    chars = sum(map(len, pieces))
-    size = measure(message) if size is None else size
-    if not chars or size <= max_tokens:
+    size = measure(message)
+    if size <= max_tokens:
         return message
-    bare = measure(_with_text(message, [""] * len(pieces)))  # media, calls, role: not cut
-    if size <= bare:
-        return message  # the text costs nothing by this measure: cutting it saves nothing
-    max_chars = chars * max(max_tokens - bare, 0) // (size - bare)
-    cut = _cut_middle(pieces, max_chars)
-    return message if cut is None else _with_text(message, cut)
+    cut = _TextCut.of(message, size, measure)
+    return message if cut is None else cut.to(max_tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class _TextCut:
+    """A message's text and what it costs, measured once for any number of cuts."""
+
+    message: BaseMessage
+    pieces: list[str]
+    chars: int
+    size: int
+    """The whole message, by the measure."""
+    bare: int
+    """The message without its text (media, tool calls, role): what no cut removes."""
+
+    @classmethod
+    def of(cls, message: BaseMessage, size: int, measure: Measure) -> _TextCut | None:
+        """None when there is no text, or its text costs nothing by ``measure``."""
+        pieces = _text_pieces(message.content)
+        chars = sum(map(len, pieces))
+        if not chars:
+            return None
+        bare = measure(_with_text(message, [""] * len(pieces)))
+        return cls(message, pieces, chars, size, bare) if size > bare else None
+
+    def to(self, max_tokens: int) -> BaseMessage:
+        """The message cut to about ``max_tokens`` (itself when it fits already)."""
+        if self.size <= max_tokens:
+            return self.message
+        max_chars = self.chars * max(max_tokens - self.bare, 0) // (self.size - self.bare)
+        cut = _cut_middle(self.pieces, max_chars)
+        return self.message if cut is None else _with_text(self.message, cut)
 
 
 def _text_pieces(content: str | list[str | dict[str, Any]]) -> list[str]:
@@ -177,12 +197,16 @@ def plan_chunks(
     if trim is None:
         return ChunkPlan((tuple(messages),))
     measure = _transcript_measure(counter)
+    cuts: dict[int, _TextCut | None] = {}  # measured once across the search below
 
     def shortened_to(cap: int) -> list[tuple[BaseMessage, int]]:
         sized = []
-        for message, size in zip(messages, tokens, strict=True):
+        for index, (message, size) in enumerate(zip(messages, tokens, strict=True)):
             if size > cap:
-                short = shorten_message(message, cap, measure, size=size)
+                if index not in cuts:
+                    cuts[index] = _TextCut.of(message, size, measure)
+                cut = cuts[index]
+                short = message if cut is None else cut.to(cap)
                 if short is not message:
                     message, size = short, measure(short)
             sized.append((message, size))

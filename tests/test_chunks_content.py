@@ -223,3 +223,11 @@ def test_a_newest_tool_result_shortened_in_the_model_input_keeps_its_image(
     assert estimate_tokens(out["llm_input_messages"]) == report.tokens_after
     assert report.tokens_after <= report.gauge.budget
     assert result.content[1] == image and len(result.text) > 20_000  # the original untouched
+
+
+def test_cjk_text_is_cut_to_the_tokens_asked_not_to_four_characters_a_token() -> None:
+    message = HumanMessage("日志里的错误来自缓存层。" * 1_000, id="zh")
+    assert estimate_tokens([message]) > 10_000  # about a token a character
+    short = shorten_message(message, 500)
+    assert 400 < estimate_tokens([short]) <= 500
+    assert short.text.startswith("日志里的错误") and short.text.endswith("来自缓存层。")
