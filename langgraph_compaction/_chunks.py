@@ -82,7 +82,8 @@ def shorten_message(
     """The message with its text cut (head and tail kept) so that it measures about
     ``max_tokens``; every other block, the tool calls, the id and the name stay as they are.
 
-    The cut follows what the text costs a character, so CJK text is cut as much as Latin.
+    The cut follows what the text costs a character by ``measure``, so CJK text (about a
+    token a character) is cut to the tokens asked as Latin text is.
     """
     size = measure(message)
     if size <= max_tokens:
@@ -96,7 +97,7 @@ class _TextCut:
     """A message's text and what it costs, measured once for any number of cuts."""
 
     message: BaseMessage
-    pieces: list[str]
+    pieces: tuple[str, ...]
     chars: int
     size: int
     """The whole message, by the measure."""
@@ -106,7 +107,7 @@ class _TextCut:
     @classmethod
     def of(cls, message: BaseMessage, size: int, measure: Measure) -> _TextCut | None:
         """None when there is no text, or its text costs nothing by ``measure``."""
-        pieces = _text_pieces(message.content)
+        pieces = tuple(_text_pieces(message.content))
         chars = sum(map(len, pieces))
         if not chars:
             return None
