@@ -331,10 +331,11 @@ def main() -> None:
         args.model_ms = "0"
     backends = ["sqlite"] + ([] if args.no_postgres else ["postgres"])
     with tempfile.TemporaryDirectory() as folder:
-        trees = [("after (work tree)", _copy_work_tree(Path(folder) / "after"))]
         if args.after:
             after = _git("rev-parse", "--verify", f"{args.after}^{{commit}}")
             trees = [(f"after ({after[:9]})", _export(after, Path(folder) / "after"))]
+        else:
+            trees = [("after (work tree)", _copy_work_tree(Path(folder) / "after"))]
         if not args.no_before:
             revision = _before_revision(args.before)
             before = _export(revision, Path(folder) / "before")
