@@ -9,6 +9,8 @@ write queue, no writer ever meets one. Assertions are on counts and order, never
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
+import os
 import subprocess
 import sys
 import threading
@@ -318,3 +320,41 @@ async def test_sqlite_commits_wait_for_the_disk_only_at_checkpoints_in_wal(
             engine.dispose()
 
     assert await asyncio.to_thread(rollback_file_pragma) == 2  # FULL
+
+
+def _write_in_child(url: str) -> None:
+    """A forked child's write: exit code 0 if it went through."""
+    store = SummaryStore(url, busy_timeout=5)
+    try:
+        store.record_failure("child", "ns", message_count=1, error="x")
+    except SummaryStoreError:
+        os._exit(1)
+    os._exit(0)
+
+
+@pytest.mark.skipif(not hasattr(os, "register_at_fork"), reason="no fork on this platform")
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_child_forked_while_a_thread_holds_the_lock_can_write(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    store = SummaryStore(url)
+    store.list_summaries("warm-up")
+    held, done = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with write_queue(_identity(url)).hold(timeout=60):
+            held.set()
+            done.wait(60)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert held.wait(60)
+        child = multiprocessing.get_context("fork").Process(target=_write_in_child, args=(url,))
+        child.start()
+        child.join(60)
+        assert child.exitcode == 0  # the holder thread did not follow it into the child
+    finally:
+        done.set()
+        thread.join()
+    assert store.thread_state("child", "ns").consecutive_failures == 1
+    store.close()

@@ -17,6 +17,7 @@ it never leaks.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import weakref
 from collections import deque
@@ -154,6 +155,12 @@ class WriteQueue:
             if waiter.wake():
                 return
 
+    def _after_fork(self) -> None:
+        # The child has only the forking thread: no other holder or waiter lives on.
+        self._state = threading.Lock()
+        self._held = False
+        self._waiters = deque()
+
     @contextmanager
     def hold(self, timeout: float) -> Iterator[None]:
         """The lock for the duration of the block (sync)."""
@@ -187,3 +194,13 @@ def write_queue(identity: str) -> WriteQueue:
         if queue is None:
             queue = _QUEUES[identity] = WriteQueue(identity)
         return queue
+
+
+def _reset_after_fork() -> None:
+    global _QUEUES_LOCK
+    _QUEUES_LOCK = threading.Lock()
+    for queue in list(_QUEUES.values()):
+        queue._after_fork()
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
