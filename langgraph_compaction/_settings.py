@@ -22,7 +22,7 @@ from ._config import CompactionConfig
 from ._exceptions import CompactionConfigError
 from ._thresholds import Threshold, resolve_thresholds, scale_thresholds
 from ._tokens import TokenCounter, count_fixed_tokens
-from .store import SummaryStore
+from .store import SummaryStore, storable
 
 __all__ = ["Settings", "emit", "resolve_model", "resolve_store", "thread_id_of"]
 
@@ -35,12 +35,17 @@ def thread_id_of(config: RunnableConfig | None) -> str:
 
 
 def emit(event: dict[str, Any]) -> None:
-    """Send a custom stream event; a no-op outside a LangGraph run."""
+    """Send a custom stream event; a no-op outside a LangGraph run.
+
+    Its text is made storable first (a NUL or lone surrogate from a model's error becomes
+    U+FFFD): the LangGraph server's JSON encoder refuses a lone surrogate, which would break
+    the run's stream.
+    """
     try:
         writer = get_stream_writer()
     except RuntimeError:
         return
-    writer(event)
+    writer({key: storable(v) if isinstance(v, str) else v for key, v in event.items()})
 
 
 def resolve_model(model: BaseChatModel | str | None, provider: str | None) -> BaseChatModel | None:

@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+import orjson
 import pytest
 from _store_support import Backend, summary_fields
 from conversations import CompactionGraph, chat, graph_input
@@ -235,3 +236,31 @@ async def test_a_summarizer_failing_with_refused_text_opens_the_breaker(
     state = await text_store.athread_state("breaker", "default")
     assert state.consecutive_failures == 3
     assert state.last_error is not None and STORED in state.last_error
+
+
+async def test_refused_text_in_an_error_reaches_the_stream_and_report_as_json(
+    text_store: SummaryStore, is_async: bool
+) -> None:
+    """The LangGraph server encodes events and outputs with orjson, which refuses a lone
+    surrogate: the failure event and the report carry the error text made storable."""
+    failing = RecordingSummarizer(fail_with=RuntimeError(f"upstream answered {REFUSED}"))
+    graph = create_compaction_graph(CONFIG, model=failing, store=text_store)
+    thread: RunnableConfig = {"configurable": {"thread_id": "stream"}}
+    request = graph_input(chat(20))
+    modes: Any = ["custom", "values"]  # (mode, data) pairs
+    parts: list[Any]
+    if is_async:
+        parts = [p async for p in graph.astream(request, thread, stream_mode=modes)]
+    else:
+        parts = await asyncio.to_thread(
+            lambda: list(graph.stream(request, thread, stream_mode=modes))
+        )
+    events: list[dict[str, Any]] = [data for mode, data in parts if mode == "custom"]
+    failed = [e for e in events if e.get("type") == "context_compaction_failed"]
+    assert failed and "upstream answered" in failed[0]["error"]
+    values: list[dict[str, Any]] = [data for mode, data in parts if mode == "values"]
+    report: CompactionReport = values[-1]["compaction"]
+    assert report.action == "failed" and report.error and STORED in report.error
+    for event in events:
+        orjson.dumps(event)  # raises on a lone surrogate
+    orjson.dumps(report.error)

@@ -31,6 +31,7 @@ from .._report import CompactionAction, CompactionReport, ContextGauge
 from .._settings import emit
 from .._summaries import rescued_positions
 from .._tokens import TokenCounter, calibrated
+from ..store import storable
 
 __all__ = ["assemble", "assemble_node", "split_rescued_caller"]
 
@@ -180,7 +181,7 @@ def assemble(
         over_budget=over_budget,
         summary_over_budget=summary_over_budget,
         summary_cut=outcome.summary_cut,
-        error=error,
+        error=storable(error) if error else None,  # JSON-safe, as the event's
     )
     return output, report
 
