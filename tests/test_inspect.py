@@ -179,6 +179,35 @@ def test_versions_show_lineage_and_filter_by_namespace(
     assert "update of v1 (gone)" in text
 
 
+def test_an_unknown_thread_is_named_and_exits_1(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with SummaryStore(store_url) as store:
+        add(store, "t-1", 1, None, namespace="alpha")
+
+    for extra in ([], ["--json"], ["--full"]):
+        assert cli(["inspect", "--url", store_url, "--thread", "nosuch", *extra]) == 1
+        out, err = capsys.readouterr()
+        assert out == ""
+        assert err.startswith("error: no thread nosuch in ")
+        assert "run inspect without --thread" in err
+    wrong_namespace = ["--thread", "t-1", "--namespace", "beta"]
+    assert cli(["inspect", "--url", store_url, *wrong_namespace]) == 1
+    assert capsys.readouterr().err.startswith("error: no thread t-1 (namespace beta) in ")
+    assert "v1" in run(capsys, "inspect", "--url", store_url, "--thread", "t-1")
+
+
+def test_a_thread_with_failures_but_no_summary_is_known(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with SummaryStore(store_url) as store:
+        store.record_failure("t-2", "default", message_count=4, error="model timed out")
+
+    assert "model timed out" in unwrapped(
+        run(capsys, "inspect", "--url", store_url, "--thread", "t-2")
+    )
+
+
 def test_the_demos_store_fits_and_prints_every_summary_whole(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

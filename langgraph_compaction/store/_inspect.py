@@ -1,7 +1,8 @@
 """``python -m langgraph_compaction.store``: what a summary store holds, at a glance.
 
 ``inspect`` without ``--thread``: one line per thread (its newest summary, failures and
-calibration); with ``--thread``: every stored version of that thread, with its lineage;
+calibration); with ``--thread``: every stored version of that thread, with its lineage (an
+unknown thread is an error, exit status 1);
 ``--full`` prints whole summaries (see ``_render``, which fits it all in 100 columns).
 ``--json`` prints the same data for scripts. ``inspect`` and ``check`` (the consistency check,
 exit status 1 when it finds a problem) only read: they never create tables or switch a SQLite
@@ -236,8 +237,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SummaryStoreError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    if args.thread is not None and not report["threads"]:
+        # A mistyped id must not read as an empty store that is fine.
+        print(f"error: {_no_thread(args.thread, args.namespace, args.url)}", file=sys.stderr)
+        return 1
     print(json.dumps(report, indent=2) if args.json else render_text(report, full=args.full))
     return 0
+
+
+def _no_thread(thread: str, namespace: str | None, url: str) -> str:
+    scope = "" if namespace is None else f" (namespace {namespace})"
+    return (
+        f"no thread {thread}{scope} in {mask_url(url)}; run inspect without --thread to list them"
+    )
 
 
 def _print_check(problems: list[str], url: str, *, as_json: bool) -> int:
