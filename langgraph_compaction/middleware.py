@@ -18,6 +18,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
 from ._config import CompactionConfig
+from ._exceptions import CompactionConfigError
 from ._recall import create_recall_tool
 from ._settings import resolve_model, resolve_store
 from ._tokens import TokenCounter
@@ -34,6 +35,23 @@ evicted pipeline costs only its per-process caches (summaries stay in the store)
 """
 
 _GraphKey = tuple[int, tuple[int, ...], str | None]
+
+_STAND_IN_WINDOW = 2**31
+"""Checks everything but the window at construction when only the run model can give it."""
+
+
+def _window_needed_by(config: CompactionConfig) -> str | None:
+    """What in ``config`` needs the model's context window, or None when nothing does."""
+    if config.keep.type == "fraction":
+        return "keep of type fraction"
+    if not config.enabled:
+        return None
+    if config.trigger is None:
+        return "a null trigger (fire when the context no longer fits the window)"
+    for trigger in config.trigger:
+        if trigger.type in ("fraction", "token_ratio", "remaining_tokens"):
+            return f"trigger {trigger.type}"
+    return None
 
 
 class CompactionMiddleware(AgentMiddleware):
@@ -52,6 +70,15 @@ class CompactionMiddleware(AgentMiddleware):
 
         agent = create_agent(model, tools, middleware=[CompactionMiddleware({"keep": ...})])
         ```
+
+    Raises:
+        CompactionConfigError: at construction, for every mistake it can see there. A setting
+            that needs the context window (a null trigger, a ``fraction`` / ``token_ratio`` /
+            ``remaining_tokens`` trigger, a ``fraction`` keep) with neither ``context_window``
+            nor a ``fallback_model`` whose profile gives ``max_input_tokens`` is checked then
+            against a stand-in window only: the agent's model, whose profile may give the
+            window, is known on the first model call. If it does not, that first call raises,
+            naming the model and the fix (set ``context_window``, or pass ``fallback_model``).
     """
 
     def __init__(
@@ -97,8 +124,51 @@ class CompactionMiddleware(AgentMiddleware):
         self._namespace = namespace
         self._graphs: OrderedDict[_GraphKey, Any] = OrderedDict()
         self._lock = threading.Lock()
+        self._window_need = (
+            _window_needed_by(self.config) if self.config.context_window is None else None
+        )
         if fallback_model is not None:  # surface configuration mistakes at construction
             self._graph_for(fallback_model, [], None)
+        else:
+            self._check_without_run_model()
+
+    def _check_without_run_model(self) -> None:
+        """Resolve the settings now; the window, if the run model must give it, is a stand-in."""
+        config = self.config
+        if self._window_need is not None:
+            config = config.model_copy(update={"context_window": _STAND_IN_WINDOW})
+        build_pipeline(
+            config,
+            model=self._model,
+            store=self._store,
+            token_counter=self._token_counter,
+            namespace=self._namespace,
+        )
+
+    def _build_pipeline_for(
+        self, fallback: BaseChatModel, tools: Sequence[Any], system_prompt: str | None
+    ) -> Any:
+        try:
+            return build_pipeline(
+                self.config,
+                model=self._model,
+                fallback_model=fallback,
+                store=self._store,
+                token_counter=self._token_counter,
+                tools=list(tools),
+                system_prompt=system_prompt,
+                namespace=self._namespace,
+            )
+        except CompactionConfigError as exc:
+            if self._window_need is None or self._fallback_model is not None:
+                raise
+            name = getattr(fallback, "model_name", None) or type(fallback).__name__
+            raise CompactionConfigError(
+                f"CompactionMiddleware: {self._window_need} needs the model's context window, "
+                f"and the agent's model {name!r} has no profile giving max_input_tokens: set "
+                "context_window in the config, or pass CompactionMiddleware(fallback_model=...) "
+                "a model whose profile gives it"
+            ) from exc
 
     def _graph_for(
         self, request_model: BaseChatModel, tools: Sequence[Any], system_prompt: str | None
@@ -112,16 +182,7 @@ class CompactionMiddleware(AgentMiddleware):
             if graph is not None:
                 self._graphs.move_to_end(key)
                 return graph
-            pipe = build_pipeline(
-                self.config,
-                model=self._model,
-                fallback_model=fallback,
-                store=self._store,
-                token_counter=self._token_counter,
-                tools=list(tools),
-                system_prompt=system_prompt,
-                namespace=self._namespace,
-            )
+            pipe = self._build_pipeline_for(fallback, tools, system_prompt)
             graph = build_graph(pipe, name="compaction")
             self._graphs[key] = graph
             if len(self._graphs) > _GRAPH_LIMIT:

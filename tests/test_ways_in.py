@@ -26,6 +26,7 @@ from langgraph_compaction import (
     SummaryStore,
     create_compaction_graph,
 )
+from langgraph_compaction._exceptions import CompactionConfigError
 
 CONFIG = {"trigger": {"type": "tokens", "value": 1500}, "keep": {"type": "messages", "value": 4}}
 QUIET = {"trigger": {"type": "tokens", "value": 1400}, "keep": {"type": "messages", "value": 4}}
@@ -219,6 +220,78 @@ def test_middleware_prefers_an_explicit_fallback_model(
         agent.invoke(_say(turn), _thread("backup"))
     assert fallback.call_count >= 1
     assert store.list_summaries("backup")[0].model == "backup"
+
+
+NULL_TRIGGER = {"trigger": None, "keep": {"type": "messages", "value": 4}}
+"""Fires when the context no longer fits the window: only a window says when."""
+
+
+def test_middleware_checks_at_construction_what_needs_no_run_model(store: SummaryStore) -> None:
+    with pytest.raises(CompactionConfigError, match="namespace must be a non-empty string"):
+        CompactionMiddleware(CONFIG, model=RecordingSummarizer(), store=store, namespace="")
+    with pytest.raises(CompactionConfigError, match="set context_window"):
+        CompactionMiddleware(NULL_TRIGGER, fallback_model=RecordingSummarizer(), store=store)
+    with pytest.raises(CompactionConfigError, match="namespace"):  # checked despite the window
+        CompactionMiddleware(NULL_TRIGGER, store=store, namespace="")
+    CompactionMiddleware({**NULL_TRIGGER, "context_window": 2000}, store=store)
+    CompactionMiddleware(NULL_TRIGGER, store=store)  # the agent's model may give the window
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        NULL_TRIGGER,
+        {"trigger": {"type": "fraction", "value": 0.5}},
+        {"trigger": {"type": "remaining_tokens", "value": 100}},
+        {"keep": {"type": "fraction", "value": 0.3}, "enabled": False},
+    ],
+    ids=["null-trigger", "fraction-trigger", "remaining-tokens", "fraction-keep"],
+)
+def test_middleware_first_call_names_the_model_and_the_fix_when_no_window_is_known(
+    store: SummaryStore, saver: SqliteSaver, config: dict[str, Any]
+) -> None:
+    middleware = CompactionMiddleware(config, model=RecordingSummarizer(), store=store)
+    agent = create_agent(
+        FakeToolCallingModel(model_name="no-profile"),
+        tools=[],
+        middleware=[middleware],
+        checkpointer=saver,
+    )
+    with pytest.raises(CompactionConfigError) as raised:
+        agent.invoke(_say(0), _thread("no-window"))
+    message = str(raised.value)
+    assert message.startswith("CompactionMiddleware: ")
+    assert "the agent's model 'no-profile' has no profile giving max_input_tokens" in message
+    assert "set context_window" in message and "fallback_model=" in message
+
+
+async def test_middleware_first_async_call_names_the_fix(
+    store: SummaryStore, tmp_path: Path
+) -> None:
+    middleware = CompactionMiddleware(NULL_TRIGGER, model=RecordingSummarizer(), store=store)
+    async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "checkpoints.db")) as saver:
+        agent = create_agent(
+            FakeToolCallingModel(), tools=[], middleware=[middleware], checkpointer=saver
+        )
+        with pytest.raises(CompactionConfigError, match="'fake-agent' has no profile"):
+            await agent.ainvoke(_say(0), _thread("no-window"))
+    await store.aclose()
+
+
+def test_middleware_takes_the_window_from_the_agents_model_profile(
+    store: SummaryStore, saver: SqliteSaver
+) -> None:
+    agent_model = FakeToolCallingModel(profile={"max_input_tokens": 2000})
+    agent = create_agent(
+        agent_model,
+        tools=[],
+        middleware=[CompactionMiddleware(NULL_TRIGGER, model=RecordingSummarizer(), store=store)],
+        checkpointer=saver,
+    )
+    for turn in range(20):
+        agent.invoke(_say(turn), _thread("profiled"))
+    assert store.list_summaries("profiled")
+    assert agent_model.saw_summary()
 
 
 # -- the prebuilt react agent's pre_model_hook -------------------------------------------------
