@@ -64,9 +64,9 @@ from langchain_openai import ChatOpenAI
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 from _small_model import SMALL_MODEL_SUMMARY_PROMPT, SMALL_MODEL_UPDATE_PROMPT
 from agent_loop import MAX_SUMMARY_TOKENS, ReplayAgent, Summarizer, open_demo, run_turn
+from demo_data import DEMO_THREAD_ID, DEMO_TURNS
 from quickstart import TranscriptDigestSummarizer
 
-from langgraph_compaction._demo_data import DEMO_THREAD_ID, DEMO_TURNS
 from langgraph_compaction._prompts import (
     DEFAULT_SUMMARY_PROMPT,
     DEFAULT_UPDATE_PROMPT,

@@ -53,6 +53,7 @@ from typing_extensions import TypedDict
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _events import describe_event
 from _small_model import SMALL_MODEL_SUMMARY_PROMPT, SMALL_MODEL_UPDATE_PROMPT
+from demo_data import DEMO_THREAD_ID, DEMO_TOOLS, DEMO_TURNS, DemoTurn
 from quickstart import TranscriptDigestSummarizer
 
 from langgraph_compaction import (
@@ -60,12 +61,6 @@ from langgraph_compaction import (
     CompactionReport,
     SummaryStore,
     create_compaction_graph,
-)
-from langgraph_compaction._demo_data import (
-    DEMO_THREAD_ID,
-    DEMO_TOOLS,
-    DEMO_TURNS,
-    DemoTurn,
 )
 
 LOCAL_MODEL_ENV = "COMPACTION_LOCAL_MODEL_URL"

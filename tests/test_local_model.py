@@ -34,10 +34,10 @@ from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import TypedDict
 
 from langgraph_compaction import CompactionReport, SummaryStore, create_compaction_graph
-from langgraph_compaction._demo_data import DEMO_TURNS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 from _small_model import SMALL_MODEL_SUMMARY_PROMPT, SMALL_MODEL_UPDATE_PROMPT
+from demo_data import DEMO_TURNS
 
 LOCAL_MODEL_ENV = "COMPACTION_LOCAL_MODEL_URL"
 SUMMARY_PREFIX = "Here is a summary of the conversation to date:\n\n"

@@ -6,13 +6,14 @@ The replies are real: SmolLM2-135M-Instruct's answers to the demo's windows, col
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from fakes import RecordingSummarizer
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langgraph_compaction._demo_data import DEMO_TOOLS, DEMO_TURNS
 from langgraph_compaction._prompts import (
     DEFAULT_SUMMARY_PROMPT,
     DEFAULT_UPDATE_PROMPT,
@@ -20,6 +21,9 @@ from langgraph_compaction._prompts import (
     render_transcript,
 )
 from langgraph_compaction._quality import not_a_summary, salient_terms
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+from demo_data import DEMO_TOOLS, DEMO_TURNS
 
 _TOOLS = {tool.name: tool for tool in DEMO_TOOLS}
 
@@ -240,3 +244,13 @@ def test_salient_terms_of_other_scripts() -> None:
     assert not salient_terms("который также пожалуйста")
     # A Hindi word keeps its vowel signs (a plain \w splits it into consonants).
     assert salient_terms("डेटाबेस") == {"डेटाब"}
+
+
+def test_the_demo_conversation_ships_with_the_examples_not_the_package() -> None:
+    """The installed package holds no demo data: it lives in ``examples/demo_data.py``."""
+    import langgraph_compaction
+
+    package = Path(langgraph_compaction.__file__).parent
+    assert [p.name for p in package.rglob("*.py") if "DEMO_TURNS" in p.read_text()] == []
+    demo_module = sys.modules[type(DEMO_TURNS[0]).__module__]
+    assert Path(demo_module.__file__ or "").parent.name == "examples"
