@@ -1,4 +1,9 @@
-"""The README's Python snippets run, in order, so the README cannot drift from the code."""
+"""The README's Python snippets run, in order, so the README cannot drift from the code.
+
+They run as written; only ``init_chat_model`` is replaced, at its import site, by an offline
+stand-in (a scripted agent model answering at a real model's length, and the recording
+summarizer), so each way in really chats and really compacts.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +13,18 @@ import types
 from pathlib import Path
 from typing import Any
 
+import langchain.chat_models
 import pytest
 from fakes import FakeToolCallingModel, RecordingSummarizer
-from langchain_core.messages import HumanMessage
-from langgraph.checkpoint.memory import InMemorySaver
+from langchain_core.language_models import BaseChatModel
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+
+_REPLY = (
+    "Here is a plan that keeps to the budget. Day one: the Alfama and the castle in the "
+    "morning, the tram 28 to Estrela after lunch, dinner in Bairro Alto. "
+) * 12
+"""About 400 tokens: a real model's answer to a trip-planning question is this long."""
 
 
 def _snippets() -> list[str]:
@@ -21,28 +32,37 @@ def _snippets() -> list[str]:
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # create_react_agent is deprecated
-def test_readme_snippets_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_readme_snippets_chat_and_compact_in_each_way_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "config.yaml").write_text(
-        "summarization:\n  trigger: {type: tokens, value: 2000}\n  maxSummaryTokens: 300\n"
-    )
+    agent_model = FakeToolCallingModel(script=[_REPLY] * 200)  # no profile: no window known
+    summarizer = RecordingSummarizer()
+
+    def init_chat_model(model: str, **kwargs: Any) -> BaseChatModel:
+        return summarizer if model == "openai:gpt-4.1-nano" else agent_model
+
+    monkeypatch.setattr(langchain.chat_models, "init_chat_model", init_chat_model)
     module = types.ModuleType("readme_snippets")  # type hints of snippet classes resolve here
     monkeypatch.setitem(sys.modules, module.__name__, module)
     namespace: dict[str, Any] = module.__dict__
-    namespace |= {
-        "summarizer": RecordingSummarizer(),
-        "agent_model": FakeToolCallingModel(),
-        "checkpointer": InMemorySaver(),
-        "tools": [],
-        "inputs": {"messages": [HumanMessage("hello")]},
-        "config": {"configurable": {"thread_id": "readme"}},
-    }
     snippets = _snippets()
-    assert len(snippets) >= 5
-    for snippet in snippets:
+    assert len(snippets) == 4, "the setup and the three ways in"
+    exec(compile(snippets[0], str(README), "exec"), namespace)
+    assert capsys.readouterr().out == ""
+    turns = len(namespace["QUESTIONS"])
+    for way, snippet in enumerate(snippets[1:], start=1):
         exec(compile(snippet, str(README), "exec"), namespace)
-    assert namespace["config"].max_summary_tokens == 1024
-    result = namespace["graph"].invoke(
-        {"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "readme"}}
-    )
-    assert result["compaction"].action == "passthrough"
+        out = capsys.readouterr().out
+        # Every turn's messages stay in the state: the history is never cut.
+        counts = [int(n) for n in re.findall(r"^(\d+) messages in the state", out, re.M)]
+        assert counts == [2 * turn for turn in range(1, turns + 1)], (way, out)
+        assert "compaction event: context_compacting" in out, (way, out)
+        assert "compaction event: context_compacted" in out, (way, out)
+        assert "context_compaction_failed" not in out, (way, out)
+        summaries = namespace["store"].list_summaries(f"way-{way}")
+        assert summaries, f"way {way} stored no summary"
+        assert out.count("context_compacted") == len(summaries)
+    # The agent model saw a summary in place of the oldest messages on the last turn.
+    assert agent_model.saw_summary()
+    assert summarizer.call_count >= 3
