@@ -8,7 +8,7 @@ divided by four) holds for every script. ASCII text costs nothing extra to measu
 weight is its length.
 
 The weights were measured against OpenAI's ``o200k_base`` on real text of each script
-(``benchmarks/scripts.py``; the table is in docs/languages-and-media.md). A script is told by
+(``benchmarks/scripts.py``; the table is in docs/guides/languages-and-media.md). A script is told by
 its 256-code-point block, so that a text is weighed in a few passes in C: encode as UTF-16,
 keep each unit's high byte (its block), map blocks to weight classes, count each class.
 """
