@@ -15,7 +15,9 @@ and drives both graphs of the app over HTTP with ``langgraph_sdk``: ``parent`` (
   report's ``summary_calls`` 0), add no row, and use, call for call, the summaries stored
   by the first server;
 - a store that cannot be opened (its path runs through a file) fails no run: the turns go
-  on without summaries and the client is told (``context_compaction_failed``).
+  on without summaries and the client is told (``context_compaction_failed``);
+- ``scripts/serve`` serves the app on a free port it prints, and ``examples/server/client.py``
+  holds a conversation with each graph, printing every turn and every compaction event.
 
 The models are the app's offline stand-ins, so every run gives the same conversation.
 """
@@ -23,6 +25,11 @@ The models are the app's offline stand-ins, so every run gives the same conversa
 from __future__ import annotations
 
 import asyncio
+import os
+import re
+import subprocess
+import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -30,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _server import DevServer, find_cli
+from _server import APP_DIR, DevServer, find_cli
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
@@ -242,6 +249,7 @@ async def replay(
     check_history(await messages_of(client, thread_id), TURNS)
 
 
+@pytest.mark.slow
 async def test_thirty_turns_per_graph_then_a_restart_reuses_every_summary(
     start_server: StartServer, tmp_path: Path
 ) -> None:
@@ -261,6 +269,7 @@ async def test_thirty_turns_per_graph_then_a_restart_reuses_every_summary(
         )
 
 
+@pytest.mark.slow
 async def test_a_store_that_cannot_be_opened_fails_no_run(
     start_server: StartServer, tmp_path: Path
 ) -> None:
@@ -279,3 +288,119 @@ async def test_a_store_that_cannot_be_opened_fails_no_run(
 
     async with get_client(url=server.url) as client:
         await asyncio.gather(*(without_store(client, graph) for graph in GRAPHS))
+
+
+# -- scripts/serve and examples/server/client.py, as a person runs them ------------------------
+
+ROOT = APP_DIR.parents[1]
+CLIENT_TURNS = 12  # the first summary comes at about turn 9
+
+
+class ServeScript(DevServer):
+    """``scripts/serve`` on the store URL: it picks the port and prints the URL, read here."""
+
+    def start(self, timeout: float = 90.0) -> None:
+        assert self._process is None, "the server is already running"
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LANGSMITH_API_KEY")}
+        env |= {"PYTHON": sys.executable, "COMPACTION_STORE_URL": self.store_url}
+        self._log = self.log_path.open("ab")
+        self._process = subprocess.Popen(
+            [str(ROOT / "scripts" / "serve"), "--data-dir", str(self.workdir / "data")],
+            cwd=self.workdir,  # the script finds the checkout from its own path
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                self.stop()
+                raise RuntimeError(f"scripts/serve exited at start:\n{self.log_tail()}")
+            if not self.port and (
+                said := re.search(r" at http://127\.0\.0\.1:(\d+)\n", self.log_text())
+            ):
+                self.port = int(said[1])
+            if self.port and self._answers():
+                return
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(
+            f"scripts/serve did not answer within {timeout:.0f} s:\n{self.log_tail()}"
+        )
+
+
+def check_client_output(out: str, store_url: str) -> None:
+    """Every turn in order with its answer, the events printed, the summaries in the store."""
+    lines = out.splitlines()
+    thread_id = re.fullmatch(r"graph \w+, thread (\S+), http://\S+", lines[0])
+    assert thread_id, lines[0]
+    turns = [i for i, line in enumerate(lines) if line.startswith("turn ")]
+    assert [lines[i].split()[:3] for i in turns] == [
+        ["turn", str(n), "user:"] for n in range(1, CLIENT_TURNS + 1)
+    ]
+    for start, end in zip(turns, [*turns[1:], len(lines) - 1], strict=True):
+        assert lines[end - 1].startswith("    assistant: "), lines[start:end]
+    assert all(len(line) <= 100 for line in lines)
+    compacted = [line for line in lines if line.lstrip().startswith(">> context_compacted:")]
+    assert compacted and ">> context_compacted: summary v1," in compacted[0]
+    assert len([line for line in lines if ">> context_compacting:" in line]) == len(compacted)
+    assert lines[-1] == f"{CLIENT_TURNS} turns; summaries made: {len(compacted)}"
+    with SummaryStore(store_url) as store:
+        assert len(store.list_summaries(thread_id[1])) == len(compacted)
+
+
+def test_scripts_serve_and_the_client_hold_a_conversation_with_each_graph(
+    tmp_path: Path,
+) -> None:
+    store_url = f"sqlite:///{tmp_path / 'summaries.db'}"
+    server = ServeScript("scripts/serve", tmp_path / "serve", store_url=store_url)
+    server.start()
+    try:
+        said = server.log_text().splitlines()
+        assert said[0] == f"Serving examples/server (graphs parent, agent) at {server.url}"
+        assert server.port != 2024
+        assert f"examples/server/client.py --url {server.url}" in said[3]
+        command = [sys.executable, str(APP_DIR / "client.py"), "--url", server.url]
+        clients = {
+            graph: subprocess.Popen(
+                [*command, "--graph", graph, "--turns", str(CLIENT_TURNS)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for graph in GRAPHS
+        }
+        for graph, client in clients.items():
+            out, err = client.communicate(timeout=300)
+            assert client.returncode == 0, f"{graph}: {err}"
+            assert err == ""
+            check_client_output(out, store_url)
+    finally:
+        server.stop()
+        print(f"--- {server.log_path} ---\n{server.log_tail(200)}")
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--bogus"], "scripts/serve: unknown argument '--bogus'"),
+        (["--port", "20x4"], "scripts/serve: --port must be a number from 1 to 65535, got '20x4'"),
+        (["--port"], "scripts/serve: --port needs a number"),
+    ],
+)
+def test_scripts_serve_checks_its_arguments_before_anything_starts(
+    args: list[str], said: str, tmp_path: Path
+) -> None:
+    env = {**os.environ, "PYTHON": str(tmp_path / "no-such-python")}  # would fail if reached
+    done = subprocess.run(
+        [str(ROOT / "scripts" / "serve"), *args], capture_output=True, text=True, env=env
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines()[0] == said
+    helped = subprocess.run(
+        [str(ROOT / "scripts" / "serve"), "--help"], capture_output=True, text=True, env=env
+    )
+    assert helped.returncode == 0 and "--port" in helped.stdout and "--data-dir" in helped.stdout
