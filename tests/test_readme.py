@@ -39,8 +39,14 @@ def test_readme_snippets_chat_and_compact_in_each_way_in(
     agent_model = FakeToolCallingModel(script=[_REPLY] * 200)  # no profile: no window known
     summarizer = RecordingSummarizer()
 
+    models: dict[str, BaseChatModel] = {
+        "openai:gpt-4.1-mini": agent_model,
+        "openai:gpt-4.1-nano": summarizer,
+    }
+
     def init_chat_model(model: str, **kwargs: Any) -> BaseChatModel:
-        return summarizer if model == "openai:gpt-4.1-nano" else agent_model
+        assert model in models, f"the README names a model this test has no stand-in for: {model}"
+        return models[model]
 
     monkeypatch.setattr(langchain.chat_models, "init_chat_model", init_chat_model)
     module = types.ModuleType("readme_snippets")  # type hints of snippet classes resolve here
@@ -66,3 +72,12 @@ def test_readme_snippets_chat_and_compact_in_each_way_in(
     # The agent model saw a summary in place of the oldest messages on the last turn.
     assert agent_model.saw_summary()
     assert summarizer.call_count >= 3
+
+
+def test_readme_fits_a_screen_and_its_links_resolve() -> None:
+    text = README.read_text()
+    assert len(text.splitlines()) <= 250
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    assert targets
+    missing = [t for t in targets if "://" not in t and not (README.parent / t).exists()]
+    assert not missing, f"README links to files that do not exist: {missing}"
