@@ -2,10 +2,11 @@
 
 Every Python snippet of every page under ``docs/`` runs, page by page in order, as a reader would
 run them in one session. A snippet that needs something this machine lacks (a key, a network, a
-server) is marked in the Markdown: a ``py`` fence instead of ``python``, or an HTML comment
-``<!-- no-run: why -->`` on the line before a ``python`` fence. The names such a snippet defines
-for the reader (the agent's model, the summarizer, a checkpointer, the tools) are given stand-ins
-(fakes of the models, an in-memory checkpointer) so the snippets after it still run.
+server) is marked in the Markdown with an HTML comment ``<!-- no-run: why -->`` on the line
+before its ``python`` fence; a ``py`` fence, which would slip past unseen, is an error. The names
+such a snippet defines for the reader (the agent's model, the summarizer, a checkpointer, the
+tools) are given stand-ins (fakes of the models, an in-memory checkpointer) so the snippets after
+it still run.
 
 The configuration reference is generated from ``CompactionConfig`` by the site's hook
 (``docs/_hooks/config_reference.py``): every field of every settings model appears with its
@@ -102,18 +103,21 @@ def page_snippets(page: Path) -> list[Snippet]:
     for match in _FENCE.finditer(text):
         lang = match["lang"]
         start = text.count("\n", 0, match.start()) + 1  # the fence's line
-        before = [line for line in text[: match.start()].splitlines() if line.strip()]
-        marker = _NO_RUN.match(before[-1]) if before else None
-        if lang not in ("python", "py"):
+        before = text[: match.start()].rstrip()  # up to the last line that is not blank
+        marker = _NO_RUN.match(before.rpartition("\n")[2])
+        if lang == "py":
+            raise AssertionError(
+                f"{where}:{start}: write ```python (with <!-- no-run: why --> before it if it "
+                "cannot run in the tests), not ```py"
+            )
+        if lang != "python":
             continue
         why: str | None = None
-        if lang == "py":
-            why = "a `py` block (shown, not run)"
         if marker is not None:
             why = marker["why"].strip()
             if not why:
                 raise AssertionError(f"{where}:{start}: a no-run marker must say why")
-            claimed.add(text.count("\n", 0, text.rfind(before[-1], 0, match.start())) + 1)
+            claimed.add(before.count("\n") + 1)
         code = textwrap.dedent(match["body"])
         snippets.append(Snippet(page=where, line=start + 1, code=code, skipped_because=why))
     for number, line in enumerate(text.splitlines(), start=1):
@@ -163,14 +167,13 @@ def test_snippets_are_found_as_written(tmp_path: Path) -> None:
     page.write_text(
         "Intro.\n\n```python\nx = 1\n```\n\n<!-- no-run: needs an OpenAI key -->\n```python\n"
         "agent_model = connect()\n```\n\n- a list item:\n\n    ```python\n    y = x + 1\n    ```\n"
-        "\n```py\nsummarizer = connect()\n```\n\n```bash\nnot python\n```\n"
+        "\n```bash\nnot python\n```\n"
     )
     snippets = page_snippets(page)
     assert [(s.line, s.code, s.skipped_because) for s in snippets] == [
         (4, "x = 1\n", None),
         (9, "agent_model = connect()\n", "needs an OpenAI key"),
         (15, "y = x + 1\n", None),
-        (19, "summarizer = connect()\n", "a `py` block (shown, not run)"),
     ]
     assert snippets[1].defined_names() == {"agent_model"}
 
@@ -181,9 +184,12 @@ def test_snippets_are_found_as_written(tmp_path: Path) -> None:
         ("<!-- no-run: -->\n```python\nx = 1\n```\n", "must say why"),
         ("<!-- no-run: key -->\n```bash\nls\n```\n", "not followed by a python block"),
         ("<!-- no-run: key -->\n\nText between.\n\n```python\nx = 1\n```\n", "not followed"),
+        ("```py\nx = 1\n```\n", "not ```py"),
     ],
 )
-def test_a_misplaced_no_run_marker_is_an_error(tmp_path: Path, markdown: str, error: str) -> None:
+def test_a_misplaced_marker_or_a_py_block_is_an_error(
+    tmp_path: Path, markdown: str, error: str
+) -> None:
     page = tmp_path / "page.md"
     page.write_text(markdown)
     with pytest.raises(AssertionError, match=error):
