@@ -54,6 +54,13 @@ def _window_needed_by(config: CompactionConfig) -> str | None:
     return None
 
 
+def _profile_window(model: BaseChatModel) -> int | None:
+    """The window a model's profile gives (``max_input_tokens``), if any."""
+    profile = getattr(model, "profile", None)
+    window = profile.get("max_input_tokens") if isinstance(profile, dict) else None
+    return window if isinstance(window, int) and window > 0 else None
+
+
 class CompactionMiddleware(AgentMiddleware):
     """Compact the model input of a ``create_agent`` agent before every model call.
 
@@ -160,14 +167,18 @@ class CompactionMiddleware(AgentMiddleware):
                 namespace=self._namespace,
             )
         except CompactionConfigError as exc:
-            if self._window_need is None or self._fallback_model is not None:
+            if self._window_need is None or _profile_window(fallback) is not None:
                 raise
             name = getattr(fallback, "model_name", None) or type(fallback).__name__
+            if self._fallback_model is None:
+                whose = f"the agent's model {name!r}"
+                fix = "pass CompactionMiddleware(fallback_model=...) a model whose profile gives it"
+            else:
+                whose, fix = f"fallback_model {name!r}", "pass a fallback_model whose profile does"
             raise CompactionConfigError(
                 f"CompactionMiddleware: {self._window_need} needs the model's context window, "
-                f"and the agent's model {name!r} has no profile giving max_input_tokens: set "
-                "context_window in the config, or pass CompactionMiddleware(fallback_model=...) "
-                "a model whose profile gives it"
+                f"and {whose} has no profile giving max_input_tokens: set context_window in the "
+                f"config, or {fix}"
             ) from exc
 
     def _graph_for(

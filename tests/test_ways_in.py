@@ -229,8 +229,14 @@ NULL_TRIGGER = {"trigger": None, "keep": {"type": "messages", "value": 4}}
 def test_middleware_checks_at_construction_what_needs_no_run_model(store: SummaryStore) -> None:
     with pytest.raises(CompactionConfigError, match="namespace must be a non-empty string"):
         CompactionMiddleware(CONFIG, model=RecordingSummarizer(), store=store, namespace="")
-    with pytest.raises(CompactionConfigError, match="set context_window"):
+    with pytest.raises(CompactionConfigError) as raised:
         CompactionMiddleware(NULL_TRIGGER, fallback_model=RecordingSummarizer(), store=store)
+    assert str(raised.value) == (
+        "CompactionMiddleware: a null trigger (fire when the context no longer fits the window) "
+        "needs the model's context window, and fallback_model 'recording-summarizer' has no "
+        "profile giving max_input_tokens: set context_window in the config, or pass a "
+        "fallback_model whose profile does"
+    )
     with pytest.raises(CompactionConfigError, match="namespace"):  # checked despite the window
         CompactionMiddleware(NULL_TRIGGER, store=store, namespace="")
     CompactionMiddleware({**NULL_TRIGGER, "context_window": 2000}, store=store)
