@@ -28,7 +28,6 @@ only the summaries differ; the tools run for real in a ``ToolNode``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -51,7 +50,8 @@ from sqlalchemy import make_url
 from typing_extensions import TypedDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _events import describe_event
+from _demo_cli import CHECKPOINT_FILE, STORE_FILE, parse_agent_args
+from _events import TICK_SECONDS, SummaryTicker, describe_event
 from _small_model import SMALL_MODEL_SUMMARY_PROMPT, SMALL_MODEL_UPDATE_PROMPT
 from demo_data import DEMO_THREAD_ID, DEMO_TOOLS, DEMO_TURNS, DemoTurn
 from quickstart import TranscriptDigestSummarizer
@@ -64,10 +64,6 @@ from langgraph_compaction import (
 )
 
 LOCAL_MODEL_ENV = "COMPACTION_LOCAL_MODEL_URL"
-DATA_DIR = Path(__file__).resolve().parents[1] / "demo-data"
-"""Where the demo keeps its files: in the checkout, visible, ignored by git."""
-STORE_FILE = "compaction.db"
-CHECKPOINT_FILE = "checkpoints.db"
 MAX_SUMMARY_TOKENS = 128
 """The local model's cap: at 96 every reply stopped mid-sentence, at 128 half of them
 (benchmarks/local_summaries.py); more only lets a 135M model ramble."""
@@ -245,24 +241,32 @@ def describe(row: CallRow) -> str:
 
 
 def run_turn(
-    graph: Agent, number: int, text: str, show: Callable[[str], None] = print
+    graph: Agent,
+    number: int,
+    text: str,
+    show: Callable[[str], None] = print,
+    tick_seconds: float = TICK_SECONDS,
 ) -> list[CallRow]:
-    """Send one user message; show each event as it streams; return one row per model call."""
+    """Send one user message; show each event as it streams, and a line every
+    ``tick_seconds`` while a summary call runs; return one row per model call."""
     config: RunnableConfig = {"configurable": {"thread_id": DEMO_THREAD_ID}}
     rows: list[CallRow] = []
-    for part in graph.stream(
+    stream = graph.stream(
         {"messages": [HumanMessage(text, id=f"user-{number}")]},
         config,
         stream_mode=["custom", "updates"],
         subgraphs=True,  # custom events of a subgraph reach the caller only with this
         version="v2",
-    ):
-        if part["type"] == "custom":
-            show(describe_event(part["data"]))
-        elif part["type"] == "updates" and not part["ns"] and "compaction" in part["data"]:
-            report = part["data"]["compaction"]["compaction"]
-            rows.append(CallRow(number, len(rows) + 1, report))
-            show(describe(rows[-1]))
+    )
+    with SummaryTicker(show, tick_seconds) as ticker:
+        for part in stream:
+            if part["type"] == "custom":
+                ticker.observe(part["data"])
+                show(describe_event(part["data"]))
+            elif part["type"] == "updates" and not part["ns"] and "compaction" in part["data"]:
+                report = part["data"]["compaction"]["compaction"]
+                rows.append(CallRow(number, len(rows) + 1, report))
+                show(describe(rows[-1]))
     return rows
 
 
@@ -333,24 +337,8 @@ def how_to_look(data_dir: Path, store_url: str | None) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--data-dir",
-        type=Path,
-        default=DATA_DIR,
-        help=f"where the two SQLite files go and stay: {STORE_FILE} (the summaries) and "
-        f"{CHECKPOINT_FILE} (the conversation); default: demo-data/ in the checkout. "
-        "A replay starts by deleting the earlier run's files there.",
-    )
-    parser.add_argument("--turns", type=int, default=len(DEMO_TURNS), help="turns to replay")
-    parser.add_argument(
-        "--say", help="continue the thread of an earlier run (in --data-dir) with this message"
-    )
-    parser.add_argument("--store-url", help="a SQLAlchemy URL for the summaries, e.g. PostgreSQL")
-    args = parser.parse_args(argv)
+    args = parse_agent_args(argv)  # the parser scripts/demo checks its options with
     data_dir: Path = args.data_dir
-    if args.say and not (data_dir / CHECKPOINT_FILE).exists():
-        parser.error(f"--say continues an earlier run, but {data_dir} holds none")
     data_dir.mkdir(parents=True, exist_ok=True)
     if not args.say and (removed := remove_demo_files(data_dir)):
         print(f"(removed the previous run's {', '.join(p.name for p in removed)} in {data_dir})")

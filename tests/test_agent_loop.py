@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[1] / "examples" / "agent_loop.py"
 
 
@@ -30,6 +32,7 @@ def _run(*args: str) -> str:
     return result.stdout
 
 
+@pytest.mark.slow
 def test_agent_loop_streams_compaction_and_a_second_process_reuses(tmp_path: Path) -> None:
     first = _run("--data-dir", str(tmp_path), "--turns", "18")
     assert "summarizer: offline stand-in" in first
@@ -44,6 +47,7 @@ def test_agent_loop_streams_compaction_and_a_second_process_reuses(tmp_path: Pat
     assert "the checkpoint holds 54 messages" in second
 
 
+@pytest.mark.slow
 def test_the_files_stay_and_the_run_says_how_to_look_at_them(tmp_path: Path) -> None:
     out = _run("--data-dir", str(tmp_path), "--turns", "16")
 
@@ -65,6 +69,7 @@ def test_the_files_stay_and_the_run_says_how_to_look_at_them(tmp_path: Path) -> 
     assert "the checkpoint holds 46 messages" in again
 
 
+@pytest.mark.slow
 def test_help_documents_the_data_dir() -> None:
     out = _run("--help")
 

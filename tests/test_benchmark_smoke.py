@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from traces import shared_data_dir
 
+pytestmark = pytest.mark.slow  # each runs a benchmark in a child process
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "overhead.py"
 
 

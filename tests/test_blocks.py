@@ -410,6 +410,7 @@ _KEYS = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     kind=_TYPES,

@@ -301,6 +301,7 @@ def test_keys_from_the_seeds_and_removed_keys_are_documented() -> None:
         assert f"| `{key}` |" in render_reference()
 
 
+@pytest.mark.slow
 def test_the_built_site_holds_the_reference(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

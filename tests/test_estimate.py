@@ -7,6 +7,7 @@ import string
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
 from conversations import graph_input
 from fakes import RecordingSummarizer
 from hypothesis import given, settings
@@ -83,6 +84,7 @@ _ASCII_MESSAGES = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(_ASCII_MESSAGES)
 def test_ascii_text_and_tool_calls_count_exactly_as_langchain_core(
@@ -120,6 +122,7 @@ _ANY_MESSAGES = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(_ANY_MESSAGES)
 def test_counts_add_up_message_by_message(messages: list[BaseMessage]) -> None:

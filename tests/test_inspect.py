@@ -208,6 +208,7 @@ def test_a_thread_with_failures_but_no_summary_is_known(
     )
 
 
+@pytest.mark.slow
 def test_the_demos_store_fits_and_prints_every_summary_whole(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 from _small_model import SMALL_MODEL_SUMMARY_PROMPT, SMALL_MODEL_UPDATE_PROMPT
 from demo_data import DEMO_TURNS
 
+pytestmark = pytest.mark.slow  # a real model: seconds per summary call
 LOCAL_MODEL_ENV = "COMPACTION_LOCAL_MODEL_URL"
 SUMMARY_PREFIX = "Here is a summary of the conversation to date:\n\n"
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from traitlets.config import Config
 
+pytestmark = pytest.mark.slow  # a kernel and the whole demo: about a minute
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "demo.ipynb"
 
 
@@ -84,6 +85,7 @@ def test_demo_notebook_runs_clean_and_draws_its_plot(
     assert (tmp_path / "compaction.db").stat().st_size > 0  # the store stays for a browser
     assert_plot_title_counts_model_calls(notebook)
     assert_table_columns_line_up(text)
+    assert_legend_marks_failed_compactions_apart(text)
 
 
 def assert_plot_title_counts_model_calls(notebook: Any) -> None:
@@ -105,3 +107,16 @@ def assert_table_columns_line_up(text: str) -> None:
     for row in rows:
         assert row[without_end - 1].isdigit() and row[without_end] == " ", (header, row)
         assert row[summary_start - 1] == " " and row[summary_start] in "v-", (header, row)
+
+
+def assert_legend_marks_failed_compactions_apart(text: str) -> None:
+    """Summary calls that worked and failed compactions are two legend entries, both counted,
+    so a failure never passes for a summary (zero failures is said too)."""
+    legend = next(line for line in text.splitlines() if line.startswith("legend: "))
+    entries = legend.removeprefix("legend: ").split("; ")
+    worked = [e for e in entries if e.startswith("summary call (")]
+    failed = [e for e in entries if e.startswith("failed compaction")]
+    assert len(worked) == len(failed) == 1, entries
+    replay = text[: text.index("legend: ")]  # the calls plotted, not the later process's
+    calls = re.findall(r"^turn +\d+\.\d +(\w+) ", replay, flags=re.MULTILINE)
+    assert failed[0].endswith(f"({calls.count('failed')})"), (failed, calls)

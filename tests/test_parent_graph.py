@@ -457,6 +457,7 @@ def _copy_sqlite(source: Path, target: Path) -> Path:
     return target
 
 
+@pytest.mark.slow
 def test_forked_history_never_gets_a_stale_summary(sync_drive: Drive, tmp_path: Path) -> None:
     """Rewrite an early user turn from an old checkpoint (time travel) and go on from there.
 

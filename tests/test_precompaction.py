@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conversations import chat, graph_input
 from fakes import RecordingSummarizer
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -47,6 +48,7 @@ def _check_run(
     assert summarizer.call_count == len(records)  # no call wasted on a duplicate
 
 
+@pytest.mark.slow
 def test_sync_turns_never_wait_for_a_summary(store: SummaryStore) -> None:
     summarizer = RecordingSummarizer(delay=SLOW)
     graph = create_compaction_graph(CONFIG, model=summarizer, store=store)
@@ -64,6 +66,7 @@ def test_sync_turns_never_wait_for_a_summary(store: SummaryStore) -> None:
     _check_run(durations, actions, summarizer, store)
 
 
+@pytest.mark.slow
 async def test_async_turns_never_wait_inside_one_event_loop(store: SummaryStore) -> None:
     summarizer = RecordingSummarizer(delay=SLOW)
     graph = create_compaction_graph(CONFIG, model=summarizer, store=store)
@@ -82,6 +85,7 @@ async def test_async_turns_never_wait_inside_one_event_loop(store: SummaryStore)
     await store.aclose()
 
 
+@pytest.mark.slow
 def test_fast_turns_wait_for_the_running_job_instead_of_a_second_summary(
     store: SummaryStore,
 ) -> None:
@@ -98,6 +102,7 @@ def test_fast_turns_wait_for_the_running_job_instead_of_a_second_summary(
     assert len({r.prefix_hash for r in records}) == len(records) == summarizer.call_count
 
 
+@pytest.mark.slow
 def test_events_say_when_a_summary_runs_in_the_background_and_when_it_lands(
     store: SummaryStore,
 ) -> None:
@@ -206,6 +211,7 @@ def _run_exit_script(tmp_path: Path, *, use_async: bool) -> subprocess.Completed
     )
 
 
+@pytest.mark.slow
 def test_interpreter_exit_drops_in_flight_work_cleanly(tmp_path: Path) -> None:
     done = _run_exit_script(tmp_path, use_async=False)
     assert done.returncode == 0, done.stderr
@@ -214,6 +220,7 @@ def test_interpreter_exit_drops_in_flight_work_cleanly(tmp_path: Path) -> None:
     assert SummaryStore(f"sqlite:///{tmp_path / 'exit.db'}").list_summaries("t") == []
 
 
+@pytest.mark.slow
 def test_event_loop_shutdown_drops_in_flight_work_cleanly(tmp_path: Path) -> None:
     done = _run_exit_script(tmp_path, use_async=True)
     assert done.returncode == 0, done.stderr

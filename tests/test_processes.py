@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from _reuse_worker import EDITED_INDEX, EDITED_TEXT, TURNS, conversation
 
+pytestmark = pytest.mark.slow  # the fixtures run worker processes
 WORKER = Path(__file__).with_name("_reuse_worker.py")
 THREAD = "thread-across-processes"
 

@@ -349,6 +349,7 @@ def test_pruning_alone_serves_the_call_without_a_summary(make_graph: GraphFactor
         check_turn(run, turn, pruning)
 
 
+@pytest.mark.slow
 def test_between_crossings_the_input_only_grows_by_appending(make_graph: GraphFactory) -> None:
     """Sticky epochs over a long run, through a summary; a second graph sends the same bytes."""
     run = agent_run(190)
@@ -458,6 +459,7 @@ print(digest.hexdigest())
 """
 
 
+@pytest.mark.slow
 def test_another_process_sends_the_same_bytes(tmp_path: Path, make_graph: GraphFactory) -> None:
     run = agent_run(60)
     turns = replay(make_graph(), run, "x")
@@ -504,6 +506,7 @@ def _replay_trace(
     return turns, stability(turns)
 
 
+@pytest.mark.slow
 def test_swe_gym_trajectories_pruned_at_every_call_point(make_graph: GraphFactory) -> None:
     totals = Stability()
     pruned = 0
@@ -517,6 +520,7 @@ def test_swe_gym_trajectories_pruned_at_every_call_point(make_graph: GraphFactor
     assert totals.share >= 0.95, totals
 
 
+@pytest.mark.slow
 def test_tau_bench_session_pruned_at_every_call_point(make_graph: GraphFactory) -> None:
     session = concatenate_sessions(load_tau_bench_airline(), 8)
     turns, found = _replay_trace(make_graph, session, "tau", min_chars=1000)

@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[1] / "examples" / "quickstart.py"
 
 
+@pytest.mark.slow
 def test_quickstart_summarizes_then_reuses() -> None:
     result = subprocess.run(
         [sys.executable, str(SCRIPT)],

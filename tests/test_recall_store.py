@@ -258,6 +258,7 @@ def test_bad_arguments_are_refused_before_any_database_work(recall_store: Summar
     assert recall_store.list_summaries("t") == []
 
 
+@pytest.mark.slow
 def test_a_second_process_finds_what_the_first_indexed(url: str) -> None:
     script = (
         "import sys; sys.path.insert(0, sys.argv[2]);"

@@ -216,6 +216,7 @@ def test_816_chinese_characters_count_at_about_a_token_each_by_default(tmp_path:
     assert 700 <= report.tokens_before <= 900
 
 
+@pytest.mark.slow
 def test_the_benchmark_prints_its_table_for_every_script() -> None:
     for module in ("bpe_openai", "chatterbot_corpus", "yaml"):
         pytest.importorskip(

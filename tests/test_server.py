@@ -352,6 +352,7 @@ def check_client_output(out: str, store_url: str) -> None:
         assert len(store.list_summaries(thread_id[1])) == len(compacted)
 
 
+@pytest.mark.slow
 def test_scripts_serve_and_the_client_hold_a_conversation_with_each_graph(
     tmp_path: Path,
 ) -> None:

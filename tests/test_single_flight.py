@@ -12,6 +12,7 @@ import asyncio
 import threading
 from typing import Any
 
+import pytest
 from _fleet_worker import race
 from conversations import chat, graph_input
 from fakes import RecordingSummarizer
@@ -73,6 +74,7 @@ def _check_fleet(lines: list[dict[str, Any]]) -> None:
     assert len({line["summary_id"] for line in lines}) == 1
 
 
+@pytest.mark.slow
 def test_workers_racing_make_one_summary(store_url: str) -> None:
     with SummaryStore(store_url) as store:
         store.list_summaries("x")  # the schema exists before the workers start

@@ -575,6 +575,7 @@ def test_inspect_fails_clearly_on_a_bad_url(
     assert not (tmp_path / "missing.db").exists()
 
 
+@pytest.mark.slow
 def test_inspect_command_exits_non_zero_on_a_bad_url() -> None:
     result = run_cli("--url", "postgresql://user:s3cret@127.0.0.1:1/db")
 
@@ -584,6 +585,7 @@ def test_inspect_command_exits_non_zero_on_a_bad_url() -> None:
     assert result.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_inspect_fails_clearly_without_the_tables(tmp_path: Path) -> None:
     path = tmp_path / "other.db"
     with raw_sqlite(path) as raw:

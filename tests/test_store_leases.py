@@ -89,6 +89,7 @@ async def test_an_expired_lease_is_taken_over_and_its_old_owner_cannot_release_i
     await call(b, is_async, "release_lease", taken)
 
 
+@pytest.mark.slow
 async def test_the_heartbeat_keeps_a_held_lease_past_its_ttl(
     stores: list[SummaryStore], is_async: bool
 ) -> None:
@@ -167,6 +168,7 @@ def start_holder(
     return holder, time.monotonic()
 
 
+@pytest.mark.slow
 def test_a_killed_holders_lease_is_taken_over_after_lease_ttl(
     forkserver: ForkServerContext, store_url: str
 ) -> None:
@@ -187,6 +189,7 @@ def test_a_killed_holders_lease_is_taken_over_after_lease_ttl(
     assert waited <= ttl + 1.0  # it expires lease_ttl after the last renewal, before the kill
 
 
+@pytest.mark.slow
 def test_a_live_holder_keeps_its_lease_beyond_lease_ttl(
     forkserver: ForkServerContext, store_url: str
 ) -> None:

@@ -175,6 +175,7 @@ def test_a_failure_in_one_process_opens_the_breaker_in_another(
 # -- crashes -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["call", "insert"])
 def test_a_worker_killed_while_compacting_leaves_a_sound_store_that_serves(
     forkserver: ForkServerContext, store_url: str, where: str

@@ -255,6 +255,7 @@ def _duplicates(engine: Engine) -> tuple[int, int]:
     return int(rows), int(duplicates)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("database", STORE_BACKENDS)
 def test_threads_driving_conversations_store_one_summary_per_prefix(
     tmp_path: Path, database: str

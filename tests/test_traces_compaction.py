@@ -248,6 +248,7 @@ def test_tau_bench_long_session_sampled(tmp_path: Path) -> None:
     _assert_reuse(stats, max_share=0.15)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("keep_name", list(KEEPS))
 def test_tau_bench_single_runs_at_every_call_point(keep_name: str, tmp_path: Path) -> None:
     runs = load_tau_bench_airline()
