@@ -38,6 +38,7 @@ print(json.dumps({"server": rules(server), "ours": rules(dev_server_blockbuster(
 """
 
 
+@pytest.mark.slow
 def test_guard_checks_what_the_dev_server_checks() -> None:
     pytest.importorskip("langgraph_runtime_inmem", reason="langgraph-cli[inmem] not installed")
     done = subprocess.run(

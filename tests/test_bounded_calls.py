@@ -118,6 +118,7 @@ def _failures(store: SummaryStore) -> tuple[int, str]:
 # -- summary_timeout, sync -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_summarizer_that_never_answers_holds_the_call_for_the_timeout_only(
     any_store: SummaryStore, silent: SilentSummarizer
 ) -> None:

@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from conversations import chat, graph_input
 from fakes import RecordingSummarizer
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -30,6 +31,7 @@ def _rows(url: str) -> tuple[int, int]:
         return len(other.list_summaries("t")), state.consecutive_failures
 
 
+@pytest.mark.slow
 def test_a_summary_in_flight_when_the_thread_is_deleted_is_discarded(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'd.db'}"
     summarizer = RecordingSummarizer(delay=0.8)
@@ -48,6 +50,7 @@ def test_a_summary_in_flight_when_the_thread_is_deleted_is_discarded(tmp_path: P
     assert _rows(url) == (0, 0)  # no summary, no failure row: the thread stays deleted
 
 
+@pytest.mark.slow
 def test_a_background_summary_running_at_deletion_never_lands(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'd.db'}"
     summarizer = RecordingSummarizer(delay=0.8)

@@ -547,6 +547,7 @@ def test_forked_history_never_gets_a_stale_summary(sync_drive: Drive, tmp_path: 
 # -- sync / async parity ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_async_drive_gives_the_model_the_same_inputs(
     sync_drive: Drive, tmp_path: Path
 ) -> None:

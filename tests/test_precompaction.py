@@ -122,6 +122,7 @@ def test_events_say_when_a_summary_runs_in_the_background_and_when_it_lands(
     assert events[landed]["summary_id"] == store.list_summaries("t")[0].id
 
 
+@pytest.mark.slow
 def test_a_summary_prepared_by_one_worker_is_reused_by_another(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'shared.db'}"
     first = RecordingSummarizer(delay=0.2)

@@ -194,6 +194,7 @@ def _run_test_script(*args: str, addopts: str = "") -> subprocess.CompletedProce
     )
 
 
+@pytest.mark.slow
 def test_quick_runs_pytest_without_the_slow_tests() -> None:
     result = _run_test_script(
         "--quick",

@@ -173,6 +173,7 @@ def forkserver() -> Iterator[ForkServerContext]:
     yield from preloaded_forkserver()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
 def test_a_deletion_between_a_workers_read_and_its_write_leaves_no_row(
     forkserver: Any, store_url: str, use_async: bool

@@ -70,6 +70,7 @@ async def test_a_lease_is_exclusive_until_released(
         await call(b, is_async, "release_lease", lease)
 
 
+@pytest.mark.slow
 async def test_an_expired_lease_is_taken_over_and_its_old_owner_cannot_release_it(
     stores: list[SummaryStore], is_async: bool
 ) -> None:
@@ -138,6 +139,7 @@ def forkserver() -> Iterator[ForkServerContext]:
     yield from preloaded_forkserver()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("count", [2, 4])
 @pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
 def test_workers_racing_for_one_prefix_get_exactly_one_lease(

@@ -91,6 +91,7 @@ def assert_sound(store_url: str) -> None:
 # -- many writers --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_workers_compacting_one_thread_at_once_store_one_lineage(
     forkserver: ForkServerContext, store_url: str
 ) -> None:
@@ -149,6 +150,7 @@ def test_processes_opening_a_new_database_at_once_create_it_once(
     assert_sound(store_url)
 
 
+@pytest.mark.slow
 def test_a_failure_in_one_process_opens_the_breaker_in_another(
     forkserver: ForkServerContext, store_url: str
 ) -> None:
@@ -192,6 +194,7 @@ def test_a_worker_killed_while_compacting_leaves_a_sound_store_that_serves(
     assert_sound(store_url)
 
 
+@pytest.mark.slow
 def test_workers_killed_at_random_points_of_an_insert_loop(
     forkserver: ForkServerContext, store_url: str
 ) -> None:

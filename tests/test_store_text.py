@@ -215,6 +215,7 @@ async def test_refused_text_in_a_conversation_is_summarized_then_reused_byte_for
     assert f"{len(hits)} earlier message(s) match 'question'" in answer
 
 
+@pytest.mark.slow
 async def test_a_summarizer_failing_with_refused_text_opens_the_breaker(
     text_store: SummaryStore, is_async: bool
 ) -> None:

@@ -65,6 +65,7 @@ async def _wait_for_waiters(queue: WriteQueue, count: int) -> None:
             await asyncio.sleep(0.001)
 
 
+@pytest.mark.slow
 async def test_sync_and_async_writers_of_one_file_never_meet_in_the_busy_handler(
     tmp_path: Path,
 ) -> None:

@@ -229,6 +229,7 @@ def _runs_with_reused_call_ids(runs: Sequence[Sequence[BaseMessage]]) -> list[in
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("keep_name", list(KEEPS))
 def test_tau_bench_concatenated_session_at_every_call_point(keep_name: str, tmp_path: Path) -> None:
     session = concatenate_sessions(load_tau_bench_airline(), 10)
@@ -269,6 +270,7 @@ def test_tau_bench_single_runs_at_every_call_point(keep_name: str, tmp_path: Pat
     assert calls <= 0.4 * points, (calls, points)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("keep_name", list(KEEPS))
 def test_swe_gym_every_trajectory_at_every_call_point(keep_name: str, tmp_path: Path) -> None:
     runs = load_swe_gym()
