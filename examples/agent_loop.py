@@ -15,7 +15,10 @@ parent ``StateGraph``:
   ``python -m langgraph_compaction.store inspect`` or any SQLite browser, and a second process
   reuses them: ``python examples/agent_loop.py --say "..."`` continues the thread;
 - events stream with ``subgraphs=True`` and are printed as they happen: one line per model call
-  and the ``context_compacting`` / ``context_compacted`` events of the summary calls.
+  and the ``context_compacting`` / ``context_compacted`` events of the summary calls, with a
+  line every 10 s while a summary call runs (a small local model can take a minute).
+
+Its options are parsed by ``_demo_cli``, which ``scripts/demo`` runs first to check them.
 
 The summarizer is, in order: the local OpenAI-compatible server at
 ``$COMPACTION_LOCAL_MODEL_URL`` (llama.cpp's server serving SmolLM2-135M-Instruct, see the
