@@ -23,6 +23,7 @@ from langchain_core.runnables import Runnable
 from ._config import CompactionConfig
 from ._effects import ModelCall, ModelCallTimeout, Sleep, Step
 from ._exceptions import SummarizerError
+from .store import storable
 
 __all__ = [
     "RETRY_DELAYS",
@@ -199,7 +200,9 @@ def summary_call(
         PromptTooLong: the current model refused the prompt as too long.
         SummarizerError: every model failed (the last error is named).
     """
-    message: list[BaseMessage] = [HumanMessage(content=prompt)]
+    # A lone surrogate from a message cannot be encoded as UTF-8 for the provider's API (the
+    # request would fail on every turn): the prompt carries U+FFFD there, as the store does.
+    message: list[BaseMessage] = [HumanMessage(content=storable(prompt))]
     errors: list[str] = []
     while models:
         for attempt in range(len(RETRY_DELAYS) + 1):
