@@ -23,7 +23,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 
 from ._call import Decision, Measured, Outcome, Partition
-from ._chunks import plan_chunks
+from ._chunks import plan_chunks, transcript_tokens
 from ._effects import Effect, Start, Step, adrive, drive, latest_summaries, perform, thread_state
 from ._jobs import Event, Job
 from ._messages import split_tool_units
@@ -74,11 +74,18 @@ def call_capacity(pipe: Pipeline, previous: SummaryRecord | None) -> int | None:
     )
 
 
-def summary_calls(pipe: Pipeline, measured: Measured, plan: Partition, capacity: int) -> int:
-    """How many calls making ``plan`` takes: its evicted messages chunked as summarize does."""
-    evicted = [measured.messages[i] for i in plan.evicted]
-    tokens = list(map(measured.scan.token, plan.evicted))
-    most, counter = pipe.settings.config.max_summary_chunks, pipe.settings.counter
+def summary_calls(
+    pipe: Pipeline, measured: Measured, plan: Partition, capacity: int, sizes: dict[int, int]
+) -> int:
+    """How many calls making ``plan`` takes: its evicted messages chunked as summarize does,
+    by their transcript's tokens (``sizes``, by position, filled here and kept by the caller
+    across the plans it compares)."""
+    messages, counter = measured.messages, pipe.settings.counter
+    new = [i for i in plan.evicted if i not in sizes]
+    sizes.update(zip(new, transcript_tokens([messages[i] for i in new], counter), strict=True))
+    evicted = [messages[i] for i in plan.evicted]
+    tokens = [sizes[i] for i in plan.evicted]
+    most = pipe.settings.config.max_summary_chunks
     return len(plan_chunks(evicted, tokens, capacity, most, counter).chunks)
 
 
@@ -99,7 +106,8 @@ def in_fewer_calls(
     capacity = call_capacity(pipe, in_use)
     if capacity is None:
         return plan  # no bound on a call: one call already
-    calls = summary_calls(pipe, measured, plan, capacity)
+    sizes: dict[int, int] = {}
+    calls = summary_calls(pipe, measured, plan, capacity, sizes)
     if calls <= 1:
         return plan
     scan, start = measured.scan, in_use.covered_messages if in_use else measured.lead
@@ -111,7 +119,7 @@ def in_fewer_calls(
         shorter = plan_partition(pipe, measured, in_use, headroom, first)
         if shorter is None or shorter.cutoff != first:
             break  # evicting less would not leave the headroom
-        if summary_calls(pipe, measured, shorter, capacity) < calls:
+        if summary_calls(pipe, measured, shorter, capacity, sizes) < calls:
             return shorter
     return plan
 

@@ -8,6 +8,7 @@ only text: its media, tool calls, ids and names stay as they were.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from conversations import chat, graph_input
@@ -17,9 +18,13 @@ from langchain_core.runnables import RunnableConfig
 from media_files import b64, data_url, pdf, png
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
+from langgraph_compaction._background import call_capacity, summary_calls
 from langgraph_compaction._chunks import plan_chunks, shorten_message, transcript_tokens
 from langgraph_compaction._estimate import estimate_tokens
 from langgraph_compaction._prompts import render_transcript
+from langgraph_compaction.graph import build_pipeline
+from langgraph_compaction.nodes.measure import measure
+from langgraph_compaction.nodes.partition import plan_partition
 
 THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 CHART_URL = "https://example.com/charts/churn-q3.png"
@@ -231,3 +236,37 @@ def test_cjk_text_is_cut_to_the_tokens_asked_not_to_four_characters_a_token() ->
     short = shorten_message(message, 500)
     assert 400 < estimate_tokens([short]) <= 500
     assert short.text.startswith("日志里的错误") and short.text.endswith("来自缓存层。")
+
+
+def test_a_prepared_summary_counts_its_calls_by_what_the_summarizer_reads(tmp_path: Path) -> None:
+    """Pre-compaction decides how many calls a prepared summary takes as summarize sizes
+    them: a 400 KB PDF is one reference line to the summarizer, not its model cost."""
+    config = {
+        "trigger": {"type": "tokens", "value": 20_000},
+        "keep": {"type": "messages", "value": 2},
+    }
+    pipe = build_pipeline(
+        config, model=RecordingSummarizer(), store=f"sqlite:///{tmp_path / 's.db'}"
+    )
+    history = [
+        HumanMessage(
+            content=[
+                {"type": "text", "text": f"report {n}"},
+                {
+                    "type": "file",
+                    "base64": b64(pdf(12, pad_to=400_000)),
+                    "mime_type": "application/pdf",
+                    "filename": f"r{n}.pdf",
+                },
+            ],
+            id=f"u{n}",
+        )
+        for n in range(3)
+    ] + [AIMessage("read them", id="a"), HumanMessage("and now?", id="last")]
+    measured = measure(pipe, history, {"configurable": {"thread_id": "prepared"}})
+    plan = plan_partition(pipe, measured, None)
+    assert plan is not None and len(plan.evicted) >= 3
+    capacity = call_capacity(pipe, None)
+    assert capacity is not None
+    assert sum(map(measured.scan.token, plan.evicted)) > capacity  # what the model pays
+    assert summary_calls(pipe, measured, plan, capacity, {}) == 1

@@ -323,7 +323,8 @@ def _plan(
     trim = pipe.memory.transcript_capacity(
         config.trim_tokens_to_summarize, overhead, config.max_summary_tokens
     )
-    tokens = transcript_tokens(messages, settings.counter) if trim is not None else []  # unused
+    # Without a trim one call takes everything: there is nothing to size.
+    tokens = transcript_tokens(messages, settings.counter) if trim is not None else []
     return plan_chunks(messages, tokens, trim, max_chunks, settings.counter)
 
 
