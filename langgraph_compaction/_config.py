@@ -37,6 +37,7 @@ from langgraph_compaction._config_models import (
     KeepSize,
     PruningConfig,
     RecallConfig,
+    UserKeepSize,
     at_least_one,
     count,
     is_pair,
@@ -142,6 +143,18 @@ class CompactionConfig(ConfigModel):
     """SQLAlchemy URL of the summary store."""
     recall: RecallConfig = Field(default_factory=RecallConfig)
     """Total recall of evicted messages (off by default)."""
+    summary_instructions: text_value | None = None
+    """Added to every summary prompt, built-in or custom (after the transcript), instead of
+    replacing it: what the summaries of this agent must keep, say."""
+    pin_budget: count = 4000
+    """Tokens of pinned messages (with their tool pairs) kept verbatim after the summary,
+    newest first; a pinned message past it goes to the summary and is counted."""
+    keep_user_messages: UserKeepSize | None = None
+    """``{type: tokens, value: N}``: evicted user messages stay verbatim after the summary,
+    newest first within N tokens, in their order (Codex's rule). Null: off."""
+    review: bool = False
+    """True: a new summary is put to a person (LangGraph ``interrupt()``) before its first
+    use; needs a checkpointer on the parent graph."""
 
     @model_validator(mode="before")
     @classmethod

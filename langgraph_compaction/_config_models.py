@@ -158,6 +158,15 @@ class KeepSize(_Size):
     """How many messages or tokens (> 0), or the share of the window in (0, 1]."""
 
 
+class UserKeepSize(_Size):
+    """How many tokens of evicted user messages stay verbatim: ``{type: tokens, value}``."""
+
+    type: Literal["tokens"]
+    """Only tokens: the newest evicted user messages are kept while they fit."""
+    value: StrictFloat
+    """The token budget (> 0)."""
+
+
 class SoftTrimConfig(ConfigModel):
     """Soft trim keeps the head and tail of an old tool result, with a marker between."""
 

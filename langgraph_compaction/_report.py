@@ -82,5 +82,10 @@ class CompactionReport:
     summary_cut: bool = False
     """A summary reply of this call was over ``max_summary_tokens`` by more than 10% and was
     cut to it, at a line or sentence end, before it was stored."""
+    pinned_count: int = 0
+    """Pinned messages (``additional_kwargs["pinned"]`` or ``SummaryStore.pin_messages``),
+    with their tool pairs, kept verbatim after the summary instead of being summarized."""
+    unpinned_over_budget: int = 0
+    """Pinned messages that did not fit ``pin_budget`` and went to the summary."""
     error: str | None = None
     """Why the call failed, when ``action`` is ``failed``."""

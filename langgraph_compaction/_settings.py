@@ -8,12 +8,13 @@ it runs lives apart, in :mod:`._memory`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.config import get_stream_writer
@@ -24,7 +25,13 @@ from ._thresholds import Threshold, resolve_thresholds, scale_thresholds
 from ._tokens import TokenCounter, count_fixed_tokens
 from .store import SummaryStore, storable
 
-__all__ = ["Settings", "emit", "resolve_model", "resolve_store", "thread_id_of"]
+__all__ = ["Compactor", "Settings", "emit", "resolve_model", "resolve_store", "thread_id_of"]
+
+Compactor: TypeAlias = Callable[
+    [list[BaseMessage], str | None, str | None], "str | Awaitable[str]"
+]
+"""A custom compactor: ``fn(messages, previous, instruction) -> str`` (or a coroutine
+function), used instead of the summary model (``summarize=``)."""
 
 
 def thread_id_of(config: RunnableConfig | None) -> str:
@@ -104,6 +111,8 @@ class Settings:
     """Some trigger counts messages outside the keep window (costs a walk per call)."""
     recall_tool: str | None
     """The recall tool's name when recall is on: the summary message names it."""
+    compactor: Compactor | None = None
+    """``summarize=``: the custom compactor used instead of the summary model."""
 
     @classmethod
     def build(
@@ -117,9 +126,15 @@ class Settings:
         tools: Sequence[BaseTool | dict[str, Any]] | None = None,
         system_prompt: str | None = None,
         namespace: str = "default",
+        summarize: Compactor | None = None,
     ) -> Settings:
         """Resolve a configuration; raises on anything that cannot work."""
         resolved = CompactionConfig.coerce(config)
+        if summarize is not None and not callable(summarize):
+            raise CompactionConfigError(
+                "summarize must be a function fn(messages, previous, instruction) -> str "
+                f"(sync or async), got {type(summarize).__name__}"
+            )
         if not namespace:
             raise CompactionConfigError("namespace must be a non-empty string")
         summarizer = resolve_model(
@@ -149,6 +164,7 @@ class Settings:
             precompact_thresholds=scale_thresholds(thresholds, resolved.precompact_ratio),
             needs_refine_count=any(t.kind == "refine" for t in thresholds),
             recall_tool=resolved.recall.tool_name if resolved.recall.enabled else None,
+            compactor=summarize,
         )
 
     @property

@@ -27,7 +27,7 @@ from ._effects import Step, adrive, drive
 from ._jobs import Jobs
 from ._memory import Memory
 from ._pipeline import Pipeline, Precompact
-from ._settings import Settings
+from ._settings import Compactor, Settings
 from ._state import CompactionInput, CompactionOutput, CompactionState
 from ._tokens import TokenCounter
 from .nodes.assemble import assemble_node
@@ -55,6 +55,7 @@ def create_compaction_graph(
     system_prompt: str | None = None,
     namespace: str = "default",
     name: str = "compaction",
+    summarize: Compactor | None = None,
 ) -> CompiledStateGraph[CompactionState, None, CompactionInput, CompactionOutput]:
     """Build the compaction subgraph: put it right before the model node.
 
@@ -74,6 +75,9 @@ def create_compaction_graph(
         system_prompt: a system prompt the model node adds outside ``messages`` (counted).
         namespace: separates several agents or tenants in one thread.
         name: the subgraph's name in traces and streams.
+        summarize: your own compactor, ``fn(messages, previous, instruction) -> str`` (sync
+            or async), used instead of the summary model; its reply goes through the same
+            checks, caps, events and storage.
 
     Returns:
         The compiled subgraph (``checkpointer=False``: all durable state is in the store).
@@ -92,6 +96,7 @@ def create_compaction_graph(
         tools=tools,
         system_prompt=system_prompt,
         namespace=namespace,
+        summarize=summarize,
     )
     return build_graph(pipe, name=name)
 
@@ -106,6 +111,7 @@ def build_pipeline(
     tools: Sequence[BaseTool | dict[str, Any]] | None = None,
     system_prompt: str | None = None,
     namespace: str = "default",
+    summarize: Compactor | None = None,
 ) -> Pipeline:
     """Resolve the settings once and give them fresh memory and jobs."""
     memory = Memory(token_counter)
@@ -118,6 +124,7 @@ def build_pipeline(
         tools=tools,
         system_prompt=system_prompt,
         namespace=namespace,
+        summarize=summarize,
     )
     return Pipeline(settings, memory, Jobs())
 

@@ -20,7 +20,7 @@ from langchain_core.tools import BaseTool
 from ._config import CompactionConfig
 from ._exceptions import CompactionConfigError
 from ._recall import create_recall_tool
-from ._settings import resolve_model, resolve_store
+from ._settings import Compactor, resolve_model, resolve_store
 from ._tokens import TokenCounter
 from .graph import build_graph, build_pipeline
 from .store import SummaryStore
@@ -97,6 +97,8 @@ class CompactionMiddleware(AgentMiddleware):
         store: SummaryStore | str | None = None,
         token_counter: TokenCounter | None = None,
         namespace: str = "default",
+        summarize: Compactor | None = None,
+        compact_tool: bool = False,
     ) -> None:
         """Take the arguments of ``create_compaction_graph`` except tools and system prompt.
 
@@ -109,6 +111,10 @@ class CompactionMiddleware(AgentMiddleware):
                 ``SummaryStore(config.store_url)``.
             token_counter: counts a list of messages; default: langchain-core's approximation.
             namespace: separates several agents or tenants in one thread.
+            summarize: your own compactor, ``fn(messages, previous, instruction) -> str``
+                (sync or async), used instead of the summary model.
+            compact_tool: give the agent the ``compact`` tool (``create_compact_tool``), with
+                which it asks for its context to be compacted before its next model call.
         """
         super().__init__()
         self.config = CompactionConfig.coerce(config)
@@ -129,6 +135,8 @@ class CompactionMiddleware(AgentMiddleware):
             )
         self._token_counter = token_counter
         self._namespace = namespace
+        self._summarize = summarize
+        self._compact_tool = compact_tool
         self._graphs: OrderedDict[_GraphKey, Any] = OrderedDict()
         self._lock = threading.Lock()
         self._window_need = (
@@ -150,6 +158,7 @@ class CompactionMiddleware(AgentMiddleware):
             store=self._store,
             token_counter=self._token_counter,
             namespace=self._namespace,
+            summarize=self._summarize,
         )
 
     def _build_pipeline_for(
@@ -165,6 +174,7 @@ class CompactionMiddleware(AgentMiddleware):
                 tools=list(tools),
                 system_prompt=system_prompt,
                 namespace=self._namespace,
+                summarize=self._summarize,
             )
         except CompactionConfigError as exc:
             if self._window_need is None or _profile_window(fallback) is not None:
