@@ -28,7 +28,14 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 
 from ._flights import Flight
-from .store import Lease, SummaryRecord, SummaryStore, ThreadState
+from .store import (
+    CompactionRequest,
+    Lease,
+    SummaryRecord,
+    SummaryStore,
+    ThreadControls,
+    ThreadState,
+)
 
 __all__ = [
     "Effect",
@@ -271,6 +278,53 @@ def release_lease(lease: Lease) -> StoreCall[None]:
 def add_summary(**fields: Any) -> StoreCall[SummaryRecord]:
     """``SummaryStore.add_summary`` with these keyword arguments."""
     return StoreCall(lambda s: s.add_summary(**fields), lambda s: s.aadd_summary(**fields))
+
+
+def thread_controls(thread_id: str, namespace: str) -> StoreCall[ThreadControls]:
+    """``SummaryStore.thread_controls``: the thread's control version, one cheap read."""
+    return StoreCall(
+        lambda s: s.thread_controls(thread_id, namespace),
+        lambda s: s.athread_controls(thread_id, namespace),
+    )
+
+
+def take_compaction_request(
+    thread_id: str, namespace: str
+) -> StoreCall[CompactionRequest | None]:
+    """``SummaryStore.take_compaction_request``: consume the thread's pending request."""
+    return StoreCall(
+        lambda s: s.take_compaction_request(thread_id, namespace),
+        lambda s: s.atake_compaction_request(thread_id, namespace),
+    )
+
+
+def pinned_messages(thread_id: str, namespace: str) -> StoreCall[frozenset[str]]:
+    """``SummaryStore.pinned_messages``: ids of the thread's pinned messages."""
+    return StoreCall(
+        lambda s: s.pinned_messages(thread_id, namespace=namespace),
+        lambda s: s.apinned_messages(thread_id, namespace=namespace),
+    )
+
+
+def save_review(**fields: Any) -> StoreCall[None]:
+    """``SummaryStore.save_review`` with these keyword arguments."""
+    return StoreCall(lambda s: s.save_review(**fields), lambda s: s.asave_review(**fields))
+
+
+def find_review(thread_id: str, namespace: str, prefix_hash: str) -> StoreCall[str | None]:
+    """``SummaryStore.find_review``: the draft awaiting review for this prefix, if any."""
+    return StoreCall(
+        lambda s: s.find_review(thread_id, namespace, prefix_hash),
+        lambda s: s.afind_review(thread_id, namespace, prefix_hash),
+    )
+
+
+def drop_review(thread_id: str, namespace: str, prefix_hash: str) -> StoreCall[None]:
+    """``SummaryStore.drop_review``: forget the draft of this prefix (accepted or rejected)."""
+    return StoreCall(
+        lambda s: s.drop_review(thread_id, namespace, prefix_hash),
+        lambda s: s.adrop_review(thread_id, namespace, prefix_hash),
+    )
 
 
 # -- drivers ---------------------------------------------------------------------------------

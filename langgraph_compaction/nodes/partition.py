@@ -241,7 +241,9 @@ def decide(pipe: Pipeline, measured: Measured) -> Step[Decision]:
     newest = matching[0] if matching else None
     # The oldest summary that still fits stays in use: the input keeps its bytes until the
     # trigger fires, and a summary prepared ahead of time takes over exactly then.
-    in_use = next((r for r in reversed(matching) if summary_fits(pipe, measured, r)), None)
+    in_use = None
+    if not measured.control.force:  # forced: a new summary, even where one would serve
+        in_use = next((r for r in reversed(matching) if summary_fits(pipe, measured, r)), None)
     if in_use is None:
         return Decision(state, newest, plan_partition(pipe, measured, newest))
     near = settings.precompact_thresholds and compressed_triggers(

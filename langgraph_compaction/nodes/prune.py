@@ -31,7 +31,9 @@ def pruning_fits(pipe: Pipeline, measured: Measured) -> bool:
 
 
 def prune_node(pipe: Pipeline, state: MeasuredInput) -> Command[str]:
-    """The node (no I/O): assemble the shrunk copy, or go on to summarize."""
-    if pruning_fits(pipe, state["measured"]):
+    """The node (no I/O): assemble the shrunk copy, or go on to summarize (always when the
+    call is forced: pruning fitting is no reason to skip a compaction asked for)."""
+    measured = state["measured"]
+    if not measured.control.force and pruning_fits(pipe, measured):
         return Command(goto="assemble", update={"outcome": Outcome("pruned", None)})
     return Command(goto="partition")
