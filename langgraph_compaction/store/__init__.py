@@ -6,20 +6,24 @@ Run ``python -m langgraph_compaction.store inspect --url URL`` to see what a sto
 
 from langgraph_compaction.store._leases import Lease
 from langgraph_compaction.store._records import (
+    CompactionRequest,
     IndexedMessage,
     RecalledMessage,
     SummaryRecord,
+    ThreadControls,
     ThreadState,
 )
 from langgraph_compaction.store._store import SummaryStore
 from langgraph_compaction.store._text import storable
 
 __all__ = [
+    "CompactionRequest",
     "IndexedMessage",
     "Lease",
     "RecalledMessage",
     "SummaryRecord",
     "SummaryStore",
+    "ThreadControls",
     "ThreadState",
     "storable",
 ]

@@ -18,6 +18,8 @@ from langgraph_compaction.store._text import storable
 
 __all__ = [
     "RECORD_FIELDS",
+    "CompactionRequest",
+    "ThreadControls",
     "IndexedMessage",
     "NewSummary",
     "RecalledMessage",
@@ -87,6 +89,26 @@ class ThreadState:
     generation: int = 0
     """How many times the thread was deleted; pass it back to writes (``generation=``) so
     that a result computed before a deletion is refused instead of reviving the thread."""
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadControls:
+    """What people and agents changed about a thread, read in one cheap lookup per call."""
+
+    version: int
+    """Goes up with every request, pin, unpin, edit and revoke: a changed value tells a
+    process that what it holds of the thread may be stale."""
+    requested: bool
+    """A compaction request is pending (``request_compaction``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionRequest:
+    """A consumed compaction request (``take_compaction_request``)."""
+
+    instruction: str | None
+    """What the summary should focus on, if the requester said."""
+    requested_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
