@@ -15,7 +15,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.channels.untracked_value import UntrackedValue
 from typing_extensions import TypedDict
 
-from ._control import RunControl
+from ._control import NO_CONTROL, RunControl
 from ._state import CompactionState
 from ._tokens import HistoryScan
 from .store import SummaryRecord, ThreadState
@@ -56,7 +56,7 @@ class Measured:
     fired: tuple[str, ...]
     near: bool = False
     """No trigger fired, but the context reached ``precompact_ratio`` of one."""
-    control: RunControl = RunControl()
+    control: RunControl = NO_CONTROL
     """What the caller asked of this call (``configurable.compaction``, a store request)."""
     pins: frozenset[str] = frozenset()
     """Ids of the thread's messages pinned in the store (``SummaryStore.pin_messages``)."""

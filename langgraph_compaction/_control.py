@@ -17,7 +17,7 @@ from langchain_core.runnables import RunnableConfig
 
 from ._exceptions import CompactionConfigError
 
-__all__ = ["CONTROL_KEY", "RunControl", "join_instructions", "run_control"]
+__all__ = ["CONTROL_KEY", "NO_CONTROL", "RunControl", "join_instructions", "run_control"]
 
 CONTROL_KEY = "compaction"
 """The key under ``config["configurable"]``."""
@@ -45,6 +45,10 @@ class RunControl:
         )
 
 
+NO_CONTROL = RunControl()
+"""Nothing asked: the default of every call."""
+
+
 def join_instructions(*parts: str | None) -> str | None:
     """Non-blank instructions, one per paragraph; None when there are none."""
     kept = [part.strip() for part in parts if part is not None and part.strip()]
@@ -61,7 +65,7 @@ def run_control(config: RunnableConfig | None) -> RunControl:
     configurable = (config or {}).get("configurable") or {}
     value = configurable.get(CONTROL_KEY)
     if value is None:
-        return _NOTHING
+        return NO_CONTROL
     where = f'config["configurable"]["{CONTROL_KEY}"]'
     if not isinstance(value, Mapping):
         raise CompactionConfigError(
@@ -88,6 +92,3 @@ def run_control(config: RunnableConfig | None) -> RunControl:
             f"{where}['instruction'] must be a string, got {type(instruction).__name__}"
         )
     return RunControl(flags["force"], flags["skip"], join_instructions(instruction))
-
-
-_NOTHING = RunControl()

@@ -105,7 +105,13 @@ class Memory:
         """Per (namespace, thread, phase): the derived pruning epochs, extended call by call."""
         self.media: BoundedCache[ThreadKey, OldMedia] = BoundedCache()
         """Per thread: its old media and their copies (``media_keep_last``), extended likewise."""
+        self.pin_counts: BoundedCache[tuple[str, frozenset[str]], tuple[int, int]] = (
+            BoundedCache()
+        )
+        """Per (summary row, store pins): its pinned messages kept verbatim and summarized."""
         self._summarizer = SummarizerLimits()
+        self._controls: BoundedCache[ThreadKey, tuple[int, frozenset[str]]] = BoundedCache()
+        self._controls_paused_until = 0.0
         self._store_failure: str | None = None
         self._lock = threading.Lock()
 
@@ -171,6 +177,29 @@ class Memory:
             self._in_use.pop(key)
             return None
         return record
+
+    def forget_held(self, key: ThreadKey) -> None:
+        """Drop the summary held for a thread: a person edited or revoked its summaries."""
+        self._in_use.pop(key)
+
+    # -- what people and agents changed (``SummaryStore.thread_controls``) ---------------------
+
+    def controls(self, key: ThreadKey) -> tuple[int, frozenset[str]] | None:
+        """The thread's control version this process last saw, and its pins then."""
+        return self._controls.get(key)
+
+    def note_controls(self, key: ThreadKey, version: int, pins: frozenset[str]) -> None:
+        self._controls.put(key, (version, pins))
+
+    def controls_paused(self, now: float) -> bool:
+        """Whether control reads are paused after a store failure (see ``pause_controls``)."""
+        return now < self._controls_paused_until
+
+    def pause_controls(self, now: float, seconds: float) -> None:
+        """Skip control reads for a while: a store that is down would otherwise be asked on
+        every passing call, each paying its connection timeout."""
+        with self._lock:
+            self._controls_paused_until = now + seconds
 
     def rescued(
         self, record: SummaryRecord, find: Callable[[], tuple[int, ...]]

@@ -1,10 +1,14 @@
 """measure: count the whole context and decide whether anything else needs to run.
 
 Threshold first: when no trigger fires the call passes ``messages`` through untouched, with no
-store access and no model call. When the summary this process served last still matches and
-fits, the call goes straight to assemble (the reuse fast path), again without the store.
+model call and one store read at most: the thread's control version (``_steering``), so that a
+request to compact, a pin, an edit or a revoke made by any process reaches the next call.
+When the summary this process served last still matches and fits, the call goes straight to
+assemble (the reuse fast path). ``configurable.compaction`` steers one call: ``skip`` passes
+it through untouched, ``force`` (or a request filed in the store) compacts it even under
+every trigger.
 
-    measure -> END (pass through, old media replaced) | assemble (summary held) | prune
+    measure -> END (pass through, skipped, old media replaced) | assemble (summary held) | prune
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from langgraph.graph import END
 from langgraph.types import Command
 
 from .._call import Measured, Outcome
+from .._control import NO_CONTROL, RunControl, run_control
 from .._effects import Step
 from .._epochs import old_media_input
 from .._messages import coerce_messages, count_leading_system
@@ -24,6 +29,7 @@ from .._pipeline import Pipeline, Precompact
 from .._report import CompactionReport, ContextGauge
 from .._settings import Settings, emit, thread_id_of
 from .._state import CompactionInput
+from .._steering import FORCED
 from .._summaries import compressed_triggers, still_serves
 from .._thresholds import find_keep_start, fired_triggers
 from .._tokens import HistoryScan, calibrated
@@ -65,7 +71,13 @@ def old_media_report(
     return CompactionReport("pruned", before, after, gauge, media_replaced=replaced)
 
 
-def measure(pipe: Pipeline, messages: Sequence[BaseMessage], config: RunnableConfig) -> Measured:
+def measure(
+    pipe: Pipeline,
+    messages: Sequence[BaseMessage],
+    config: RunnableConfig,
+    control: RunControl = NO_CONTROL,
+    pins: frozenset[str] = frozenset(),
+) -> Measured:
     """Measure one call: the record every later node reads."""
     settings, memory = pipe.settings, pipe.memory
     thread_id = thread_id_of(config)
@@ -74,6 +86,8 @@ def measure(pipe: Pipeline, messages: Sequence[BaseMessage], config: RunnableCon
     scan = memory.history.scan(key, messages)
     ratio = memory.ratio(key)
     total, fired, near = measure_context(settings, scan, messages, ratio)
+    if control.force and not fired:
+        fired, near = (FORCED,), False
     return Measured(
         thread_id=thread_id,
         key=key,
@@ -85,6 +99,8 @@ def measure(pipe: Pipeline, messages: Sequence[BaseMessage], config: RunnableCon
         tokens_before=total,
         fired=fired,
         near=near,
+        control=control,
+        pins=pins,
     )
 
 
@@ -97,7 +113,12 @@ def measure_step(
     if not settings.config.enabled:
         update = {"llm_input_messages": messages, "compaction": passthrough_report(settings, 0)}
         return Command(goto=END, update=update)
-    measured = measure(pipe, messages, config)
+    control = run_control(config)
+    if control.skip:  # the caller asked for this call to pass through untouched
+        measured = measure(pipe, messages, config)
+        report = passthrough_report(settings, measured.tokens_before)
+        return Command(goto=END, update={"llm_input_messages": messages, "compaction": report})
+    measured = measure(pipe, messages, config, control)
     for event in pipe.jobs.take_events(measured.key):
         emit(event)
     if not measured.fired:
@@ -111,7 +132,7 @@ def measure_step(
             report = old_media_report(settings, measured, saved, replaced)
         pipe.memory.remember_sent(measured.key, messages, report.tokens_after, measured.ratio)
         return Command(goto=END, update={"llm_input_messages": sent, "compaction": report})
-    held = still_serves(pipe, measured)
+    held = None if control.force else still_serves(pipe, measured)
     if held is None:
         return Command(goto="prune", update={"measured": measured})
     if settings.precompact_thresholds and compressed_triggers(

@@ -1,0 +1,63 @@
+"""What people and agents changed about a thread, seen by its next call in any process.
+
+A request to compact (``SummaryStore.request_compaction``, the ``compact`` tool), a pin, an
+edit or a revoke is written to the store by whoever makes it, and bumps the thread's control
+version. Every call with a thread id reads that version (one cheap lookup); only when it
+changed does the call read the pins again and drop the summary it holds (it may have been
+edited or revoked), and only when a request is pending does it consume it (exactly once
+across processes: the store takes it in one statement). The request forces the call, with its
+instruction.
+
+The store failing here never fails the call: it goes on with what this process last saw, and
+the reads pause for a few seconds so that an outage does not cost every passing call a
+connection attempt.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from ._control import RunControl
+from ._effects import Step, perform, pinned_messages, take_compaction_request, thread_controls
+from ._exceptions import SummaryStoreError
+from ._pipeline import Pipeline
+
+__all__ = ["CONTROL_PAUSE_S", "FORCED", "steering"]
+
+FORCED = "force"
+"""The trigger label of a call compacted because it was asked to (``triggers_fired``)."""
+
+CONTROL_PAUSE_S = 5.0
+"""After a failed control read, how long calls go on without asking the store again."""
+
+logger = logging.getLogger("langgraph_compaction")
+
+
+def steering(
+    pipe: Pipeline, key: tuple[str, str], control: RunControl
+) -> Step[tuple[RunControl, frozenset[str]]]:
+    """The call's control with a pending store request merged in, and the thread's pins."""
+    namespace, thread_id = key
+    memory = pipe.memory
+    known = memory.controls(key)
+    pins = known[1] if known is not None else frozenset()
+    now = time.monotonic()
+    if not thread_id or memory.controls_paused(now):
+        return control, pins
+    try:
+        current = yield from perform(thread_controls(thread_id, namespace))
+        if known is None or current.version != known[0]:
+            memory.forget_held(key)  # edited or revoked since: look in the store again
+            pins = frozenset()
+            if current.version:  # version 0: nothing was ever pinned
+                pins = yield from perform(pinned_messages(thread_id, namespace))
+            memory.note_controls(key, current.version, pins)
+        if current.requested:
+            request = yield from perform(take_compaction_request(thread_id, namespace))
+            if request is not None:  # another call or worker may have taken it first
+                control = control.with_request(request.instruction)
+    except SummaryStoreError as exc:
+        memory.pause_controls(now, CONTROL_PAUSE_S)
+        logger.debug("could not read the thread's controls: %s", exc)
+    return control, pins
