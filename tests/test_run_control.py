@@ -161,7 +161,7 @@ async def test_force_makes_a_new_summary_where_one_would_serve(
 ) -> None:
     summarizer = RecordingSummarizer()
     graph = _parent(store, summarizer, SMALL)
-    thread = {"configurable": {"thread_id": "again"}}
+    thread: RunnableConfig = {"configurable": {"thread_id": "again"}}
     await _run(graph, {"messages": _history(8)}, thread, is_async)
     assert graph.reports[-1].action == "summarized"
     await _run(graph, {"messages": _history(2)}, thread, is_async)
