@@ -9,7 +9,8 @@ the trigger fires, the lookup finds it and the call only assembles. One job per 
 call whose trigger fires while the job runs waits for it instead of starting a second. Nothing
 partial is stored (the store writes a summary in one transaction), and a process or loop that
 ends simply drops the job: daemon threads stop with the interpreter, and pending tasks are
-cancelled.
+cancelled. With ``review`` on nothing is prepared: a new summary must be put to a person
+(``interrupt``), and a background job runs outside any run, where no one can be asked.
 """
 
 from __future__ import annotations
@@ -256,6 +257,8 @@ def precompact(pipe: Pipeline, measured: Measured, in_use: SummaryRecord | None)
         )
 
     def start(use_loop: bool) -> bool:
+        if pipe.settings.config.review:  # only a running node can ask a person
+            return False
         job = pipe.jobs.claim(measured.key, in_use.id if in_use else "")
         if job is None:
             return False

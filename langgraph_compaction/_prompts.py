@@ -3,7 +3,9 @@
 Templates follow LangChain's style: ``{messages}`` marks where the transcript goes and the
 update prompt may use ``{summary}``. Substitution is literal (no ``str.format``), so braces in
 a user's prompt or in the transcript never break it. The instruction comes after the
-transcript: small models follow it only there.
+transcript: small models follow it only there. For the same reason the caller's own
+instructions (``summary_instructions``, a run's ``instruction``) are added after the filled
+template, built-in or custom, never in place of it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from ._blocks import is_reasoning, media_block, tool_call_block
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
     "DEFAULT_UPDATE_PROMPT",
+    "INSTRUCTIONS_HEADING",
+    "add_instructions",
     "delimiters_of",
     "escape_for",
     "fill_prompt",
@@ -68,6 +72,21 @@ the new messages say, and drop what they make obsolete. Keep the same sections (
 Constraints & Preferences, Progress, Key Decisions, Next Steps, Critical Context), the
 language the user writes in, and every identifier verbatim. Reply with the updated summary
 only."""
+
+
+INSTRUCTIONS_HEADING = "Additional instructions:"
+"""Opens the caller's instructions at the end of a summary prompt."""
+
+
+def add_instructions(prompt: str, instruction: str | None) -> str:
+    """The filled prompt with the caller's instructions after it (None or blank: unchanged).
+
+    They come last, after the transcript and the template's own request, where small models
+    still follow them; they add to the template and never replace it.
+    """
+    if instruction is None or not instruction.strip():
+        return prompt
+    return f"{prompt}\n\n{INSTRUCTIONS_HEADING}\n{instruction.strip()}"
 
 
 _TAG = re.compile(r"</?\s*([A-Za-z][\w.:-]*)[^<>]*>")

@@ -7,6 +7,13 @@ and workers of a fleet take the store's lease, so the others wait and reuse. A f
 nothing; the fallback model is tried once, then the failure policy and the circuit breaker
 take over. A thread deleted meanwhile discards the result (the store checks its generation).
 
+Every prompt ends with the caller's instructions (``summary_instructions`` and the run's
+``instruction``), after the transcript. A custom compactor (``summarize=``) is used instead of
+the summary model, in one call with all evicted messages (see :mod:`.._compactor`); when it
+fails the fallback model is tried once, as after a failed summary model, and its reply goes
+through the same not-a-summary check, cap, events and storage. With ``review`` a new summary is
+saved as a draft and put to a person before it is stored (see :mod:`.._review`).
+
     summarize -> assemble
 """
 
@@ -16,14 +23,19 @@ import logging
 import threading
 from collections.abc import Sequence
 from contextlib import suppress
+from dataclasses import dataclass, replace
+from typing import Literal
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from .._call import Decision, DecisionInput, Measured, Outcome, Partition, Reuse
 from .._cap import cap_summary
 from .._chunks import ChunkPlan, plan_chunks, transcript_tokens
+from .._compactor import compactor_name, compactor_reply
 from .._config import CompactionConfig
+from .._control import join_instructions
 from .._effects import (
     Sleep,
     Step,
@@ -31,20 +43,25 @@ from .._effects import (
     WaitFlight,
     acquire_lease,
     add_summary,
+    drop_review,
+    find_review,
     find_summary,
+    latest_summaries,
     perform,
     record_failure,
     release_lease,
     reset_failures,
+    save_review,
 )
 from .._exceptions import SummarizerError, SummaryStoreError, ThreadDeletedError
 from .._flights import FLIGHTS
 from .._messages import make_summary_message, tool_name_of
 from .._model_calls import PromptTooLong, bind_summarizer, distinct_models, model_name, summary_call
 from .._pipeline import Pipeline, Precompact
-from .._prompts import fill_prompt, render_transcript
+from .._prompts import add_instructions, fill_prompt, render_transcript
 from .._quality import not_a_summary
-from .._settings import emit
+from .._review import REJECTED, Draft, ask_review, forget_draft, recall_draft, remember_draft
+from .._settings import Compactor, emit
 from .._summaries import message_key, store_outage
 from ..store import IndexedMessage, Lease, SummaryRecord, SummaryStore, ThreadState
 
@@ -56,6 +73,9 @@ LEASE_WAIT_S = 120.0
 _MAX_POLL_S = 0.2
 """Longest pause between two looks at another worker's lease: bounds what waiting adds."""
 _MAX_OVERFLOW_RETRIES = 3
+SummaryKind = Literal["initial", "update", "edited"]
+"""The store's kinds of summary (``edited``: a person's text)."""
+_DELETED = "the thread was deleted while its summary was made: the summary was discarded"
 
 logger = logging.getLogger("langgraph_compaction")
 
@@ -68,8 +88,14 @@ def breaker_open(state: ThreadState | None, message_count: int, config: Compacti
     return since < config.failure_cooldown_messages
 
 
-def summarize(pipe: Pipeline, measured: Measured, decision: Decision) -> Step[Outcome]:
-    """Reuse, or summarize incrementally; every I/O is a yielded effect."""
+def summarize(
+    pipe: Pipeline, measured: Measured, decision: Decision, *, review: bool = False
+) -> Step[Outcome]:
+    """Reuse, or summarize incrementally; every I/O is a yielded effect.
+
+    ``review``: put a new summary to a person (``interrupt``) before storing it; see
+    :mod:`.._review`. Only a node of a running graph may ask.
+    """
     plan = decision.plan
     if decision.outcome is not None:  # settled in partition (the store failed)
         return decision.outcome
@@ -83,6 +109,13 @@ def summarize(pipe: Pipeline, measured: Measured, decision: Decision) -> Step[Ou
     existing = yield from perform(lookup)
     if existing is not None:  # made by another call or process: no model call
         return Outcome("reused", existing)
+    if review:  # the re-run of a resumed review: the draft is made already
+        text = yield from perform(find_review(thread_id, ns, plan.prefix_hash))
+        if text is not None:
+            draft = recall_draft(_draft_key(pipe, measured, plan), text)
+            return (
+                yield from _reviewed(pipe, measured, decision, plan, draft or _draft(pipe, text))
+            )
     if breaker_open(decision.thread_state, len(measured.messages), settings.config):
         error = "circuit breaker open: too many consecutive summary failures"
         _emit_failed(pipe, measured, error)
@@ -106,16 +139,18 @@ def summarize(pipe: Pipeline, measured: Measured, decision: Decision) -> Step[Ou
             return Outcome("failed", plan.previous, error=error)
         released = False
         try:
-            outcome = yield from _make(pipe, measured, decision, plan)
+            made = yield from _make(pipe, measured, decision, plan, review)
             with suppress(SummaryStoreError):  # it stopped renewing; the row expires by itself
                 yield from perform(release_lease(taken))
             released = True
-            return outcome
         finally:
             if not released:  # abandoned midway (cancelled): release it off this thread/loop
                 _release_later(settings.store, taken)
     finally:
         FLIGHTS.land(key, flight)
+    if isinstance(made, Draft):  # saved for review, the lease released: now ask
+        return (yield from _reviewed(pipe, measured, decision, plan, made))
+    return made
 
 
 def summarize_step(
@@ -124,7 +159,8 @@ def summarize_step(
     """The node: the outcome assemble builds the input from."""
     measured = state["measured"]
     try:
-        outcome = yield from summarize(pipe, measured, state["decision"])
+        review = pipe.settings.config.review
+        outcome = yield from summarize(pipe, measured, state["decision"], review=review)
     except SummaryStoreError as exc:
         outcome = store_outage(pipe, measured, exc)
     return {"outcome": outcome}
@@ -174,42 +210,133 @@ def _emit_failed(pipe: Pipeline, measured: Measured, error: str, **extra: object
     )
 
 
-def _make(pipe: Pipeline, measured: Measured, decision: Decision, plan: Partition) -> Step[Outcome]:
-    """Make the summary of ``plan`` (this call holds the prefix's lease) and store it."""
-    settings, memory = pipe.settings, pipe.memory
-    ns, thread_id, config = settings.namespace, measured.thread_id, settings.config
-    generation = decision.generation
-    models = distinct_models(settings.summarizer, settings.fallback_model)
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """Every way of making the summary failed."""
+
+    error: str
+    calls: int = 0
+
+
+def _make(
+    pipe: Pipeline, measured: Measured, decision: Decision, plan: Partition, review: bool
+) -> Step[Outcome | Draft]:
+    """Make the summary of ``plan`` (this call holds the prefix's lease) and store it, or,
+    with ``review``, save it as a draft for the person to answer."""
+    settings = pipe.settings
+    config = settings.config
     evicted = [measured.messages[i] for i in plan.evicted]
     source_tokens = sum(map(measured.scan.token, plan.evicted))  # what the model paid for them
     previous = plan.previous.summary if plan.previous else None
-    chunks = _plan(pipe, evicted, previous, config.max_summary_chunks)
+    instruction = join_instructions(config.summary_instructions, measured.control.instruction)
+    compactor = settings.compactor
+    # The compactor is used instead of the summary model; the fallback model backs it up.
+    models = distinct_models(
+        *(
+            (settings.fallback_model,)
+            if compactor
+            else (settings.summarizer, settings.fallback_model)
+        )
+    )
+    chunks = _plan(pipe, evicted, previous, config.max_summary_chunks, instruction)
     emit(
         {
             "type": "context_compacting",
-            "thread_id": thread_id,
-            "namespace": ns,
+            "thread_id": measured.thread_id,
+            "namespace": settings.namespace,
             "messages": len(evicted),
             "source_tokens": source_tokens,
-            "chunks": len(chunks.chunks),
+            "chunks": 1 if compactor else len(chunks.chunks),
             "tokens_before": measured.tokens_before,
         }
     )
-    text, calls, shortened, over_trim = previous, 0, chunks.shortened, chunks.over_trim
-    cut = False
+    made: Draft | _Failure
+    if compactor is not None:
+        made = yield from _by_compactor(pipe, compactor, evicted, previous, instruction)
+        if isinstance(made, _Failure) and models:  # the fallback model, once (DESIGN 6.5)
+            first = made
+            made = yield from _by_models(pipe, models, chunks, previous, instruction, first.calls)
+            if isinstance(made, _Failure):
+                made = _Failure(f"{first.error}; then {made.error}", made.calls)
+    else:
+        made = yield from _by_models(pipe, models, chunks, previous, instruction)
+    if isinstance(made, _Failure):
+        return (
+            yield from _failed(pipe, measured, plan, decision.generation, made.calls, made.error)
+        )
+    if not review:
+        return (yield from _store(pipe, measured, decision, plan, made, _kind(plan)))
+    try:
+        yield from perform(
+            save_review(
+                thread_id=measured.thread_id,
+                namespace=settings.namespace,
+                prefix_hash=plan.prefix_hash,
+                summary=made.text,
+                kind=_kind(plan),
+                model=made.model,
+                generation=decision.generation,
+            )
+        )
+    except ThreadDeletedError:
+        return Outcome("failed", None, calls=made.calls, error=_DELETED)
+    remember_draft(_draft_key(pipe, measured, plan), made)
+    return made
+
+
+def _by_compactor(
+    pipe: Pipeline,
+    compactor: Compactor,
+    evicted: list[BaseMessage],
+    previous: str | None,
+    instruction: str | None,
+) -> Step[Draft | _Failure]:
+    """One call of the custom compactor with every evicted message, checked and capped."""
+    settings = pipe.settings
+    config = settings.config
+    name = compactor_name(compactor)
+    try:
+        reply = yield from compactor_reply(
+            compactor, evicted, previous, instruction, config.summary_timeout
+        )
+        if config.summary_check == "basic":
+            reason = not_a_summary(reply, f"{previous or ''}\n{render_transcript(evicted)}")
+            if reason is not None:
+                raise SummarizerError(f"the reply of {name} is not a summary ({reason})")
+    except SummarizerError as exc:
+        return _Failure(str(exc), calls=1)
+    text = cap_summary(reply, config.max_summary_tokens, settings.counter)
+    return Draft(text, name, calls=1, summary_cut=len(text) < len(reply))
+
+
+def _by_models(
+    pipe: Pipeline,
+    models: list[BaseChatModel],
+    chunks: ChunkPlan,
+    previous: str | None,
+    instruction: str | None,
+    calls: int = 0,
+) -> Step[Draft | _Failure]:
+    """The summary model's calls, chunk after chunk, each an update of the last.
+
+    ``models`` shrinks as each fails for good: the one left first made the summary.
+    """
+    settings, memory = pipe.settings, pipe.memory
+    config = settings.config
+    text, shortened, over_trim, cut = previous, chunks.shortened, chunks.over_trim, False
     try:
         if not models:
             raise SummarizerError("no summarizer model: pass model= or fallback_model=")
         bound = [bind_summarizer(m, config) for m in models]
         queue = list(chunks.chunks)
-        overflows = 0
+        overflows, made = 0, 0
         while queue:
             chunk = queue.pop(0)
             template = config.update_prompt if text is not None else config.summary_prompt
             transcript = render_transcript(chunk)
-            prompt = fill_prompt(template, transcript, text)
+            prompt = add_instructions(fill_prompt(template, transcript, text), instruction)
             estimate = settings.counter([HumanMessage(content=prompt)])
-            calls += 1
+            calls, made = calls + 1, made + 1
             try:
                 reply = yield from summary_call(
                     models, bound, prompt, estimate, config.summary_timeout
@@ -222,8 +349,8 @@ def _make(pipe: Pipeline, measured: Measured, decision: Decision, plan: Partitio
                     exc.overflow, exc.estimate, config.max_summary_tokens
                 )
                 rest = [*chunk, *(m for c in queue for m in c)]
-                left = max(config.max_summary_chunks - calls + 1, 1)
-                replanned = _plan(pipe, rest, text, left)
+                left = max(config.max_summary_chunks - made + 1, 1)
+                replanned = _plan(pipe, rest, text, left, instruction)
                 queue = list(replanned.chunks)
                 shortened += replanned.shortened
                 over_trim = replanned.over_trim
@@ -239,8 +366,28 @@ def _make(pipe: Pipeline, measured: Measured, decision: Decision, plan: Partitio
             text = cap_summary(reply.text, config.max_summary_tokens, settings.counter)
             cut = cut or len(text) < len(reply.text)
     except SummarizerError as exc:
-        return (yield from _failed(pipe, measured, plan, generation, calls, str(exc)))
+        return _Failure(str(exc), calls)
     assert text is not None
+    return Draft(text, model_name(models[0]), calls, shortened, over_trim, cut)
+
+
+def _kind(plan: Partition) -> SummaryKind:
+    return "update" if plan.previous else "initial"
+
+
+def _store(
+    pipe: Pipeline,
+    measured: Measured,
+    decision: Decision,
+    plan: Partition,
+    made: Draft,
+    kind: SummaryKind,
+) -> Step[Outcome]:
+    """Store a summary made (or reviewed) for ``plan``, and report it."""
+    settings, memory = pipe.settings, pipe.memory
+    ns, thread_id, config = settings.namespace, measured.thread_id, settings.config
+    generation = decision.generation
+    source_tokens = sum(map(measured.scan.token, plan.evicted))
     try:
         record = yield from perform(
             add_summary(
@@ -250,21 +397,20 @@ def _make(pipe: Pipeline, measured: Measured, decision: Decision, plan: Partitio
                 boundary_message_id=plan.boundary_message_id,
                 covered_messages=plan.cutoff,
                 prefix_hash=plan.prefix_hash,
-                summary=text,
+                summary=made.text,
                 summary_tokens=settings.counter(
-                    [make_summary_message(text, "x", settings.recall_tool)]
+                    [make_summary_message(made.text, "x", settings.recall_tool)]
                 ),
                 source_tokens=source_tokens,
-                kind="update" if plan.previous else "initial",
-                model=model_name(models[0]),
+                kind=kind,
+                model=made.model,
                 rescued_message_ids=tuple(message_key(measured.messages, i) for i in plan.rescued),
                 generation=generation,
                 recall_messages=_recalled(measured, plan) if config.recall.enabled else (),
             )
         )
     except ThreadDeletedError:
-        error = "the thread was deleted while its summary was made: the summary was discarded"
-        return Outcome("failed", None, calls=calls, error=error)
+        return Outcome("failed", None, calls=made.calls, error=_DELETED)
     state = decision.thread_state
     if state is not None and state.consecutive_failures:
         with suppress(SummaryStoreError):  # stored; a stale count only delays the reset
@@ -279,20 +425,60 @@ def _make(pipe: Pipeline, measured: Measured, decision: Decision, plan: Partitio
             "version": record.version,
             "summary_tokens": record.summary_tokens,
             "source_tokens": source_tokens,
-            "calls": calls,
-            "shortened": shortened,
-            "over_trim": over_trim,
-            "summary_cut": cut,
+            "calls": made.calls,
+            "shortened": made.shortened,
+            "over_trim": made.over_trim,
+            "summary_cut": made.summary_cut,
         }
     )
     return Outcome(
         "summarized",
         record,
-        calls=calls,
-        shortened=shortened,
-        over_trim=over_trim,
-        summary_cut=cut,
+        calls=made.calls,
+        shortened=made.shortened,
+        over_trim=made.over_trim,
+        summary_cut=made.summary_cut,
     )
+
+
+def _draft_key(pipe: Pipeline, measured: Measured, plan: Partition) -> tuple[str, str, str, str]:
+    settings = pipe.settings
+    return (settings.store.url, settings.namespace, measured.thread_id, plan.prefix_hash)
+
+
+def _draft(pipe: Pipeline, text: str) -> Draft:
+    """A stored draft this process did not make (or has forgotten): its model as configured."""
+    settings = pipe.settings
+    if settings.compactor is not None:
+        return Draft(text, compactor_name(settings.compactor))
+    models = distinct_models(settings.summarizer, settings.fallback_model)
+    return Draft(text, model_name(models[0]) if models else "unknown")
+
+
+def _reviewed(
+    pipe: Pipeline, measured: Measured, decision: Decision, plan: Partition, draft: Draft
+) -> Step[Outcome]:
+    """Put the draft to a person (``interrupt``), then store it, their text, or nothing."""
+    ns, thread_id = pipe.settings.namespace, measured.thread_id
+    newest = yield from perform(latest_summaries(thread_id, ns, 1))
+    version = newest[0].version + 1 if newest else 1
+    answer = ask_review(thread_id, version, draft.text)  # raises GraphInterrupt the first time
+    key = _draft_key(pipe, measured, plan)
+    if answer.action == "reject":
+        yield from perform(drop_review(thread_id, ns, plan.prefix_hash))
+        forget_draft(key)
+        _emit_failed(pipe, measured, REJECTED, cause="review")
+        return Outcome("failed", plan.previous, calls=draft.calls, error=REJECTED)
+    kind = _kind(plan)
+    if answer.action == "edit":
+        assert answer.summary is not None
+        draft = replace(draft, text=answer.summary, summary_cut=False)
+        kind = "edited"
+    outcome = yield from _store(pipe, measured, decision, plan, draft, kind)
+    with suppress(SummaryStoreError):  # a leftover draft is never read: the summary comes first
+        yield from perform(drop_review(thread_id, ns, plan.prefix_hash))
+    forget_draft(key)
+    return outcome
 
 
 def _recalled(measured: Measured, plan: Partition) -> tuple[IndexedMessage, ...]:
@@ -311,7 +497,11 @@ def _recalled(measured: Measured, plan: Partition) -> tuple[IndexedMessage, ...]
 
 
 def _plan(
-    pipe: Pipeline, messages: Sequence[BaseMessage], previous: str | None, max_chunks: int
+    pipe: Pipeline,
+    messages: Sequence[BaseMessage],
+    previous: str | None,
+    max_chunks: int,
+    instruction: str | None = None,
 ) -> ChunkPlan:
     """Chunks within the configured trim and what the summarizer's window is known to take,
     each message sized by its transcript: what the summarizer reads, not what the model paid."""
@@ -320,6 +510,8 @@ def _plan(
     overhead = settings.counter([HumanMessage(content=config.update_prompt)])
     if previous:
         overhead += settings.counter([HumanMessage(content=previous)])
+    if instruction:
+        overhead += settings.counter([HumanMessage(content=add_instructions("", instruction))])
     trim = pipe.memory.transcript_capacity(
         config.trim_tokens_to_summarize, overhead, config.max_summary_tokens
     )
