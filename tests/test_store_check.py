@@ -110,7 +110,7 @@ def test_the_check_runs_sqlites_own_integrity_check(tmp_path: Path) -> None:
         raw.execute("PRAGMA writable_schema = ON")
         raw.execute(
             "UPDATE sqlite_master SET sql = replace(sql, 'prefix_hash)', 'prefix_hash) "
-            "WHERE version > 1') WHERE name = 'ux_compaction_summaries_prefix'"
+            "WHERE version > 1') WHERE name = 'ix_compaction_summaries_prefix'"
         )
     with SummaryStore(f"sqlite:///{path}") as store:
         problems = store.check_integrity()

@@ -1,32 +1,44 @@
 """A consistency check of a store's rows, for after a crash or before trusting a copy.
 
 It reports, in plain sentences, every way the rows break the store's own rules: a blank or
-malformed summary, two rows of one thread with the same version or the same prefix, a parent
-that belongs elsewhere, is not older, or is missing without retention having trimmed it, and
-per-thread state out of range, a deletion generation below 1, a lease without an owner or
-that expires before it was taken, an indexed message whose content hash does not match its
-text or whose position is negative, and (SQLite) a full-text index out of step with its
-table. On SQLite it runs ``PRAGMA integrity_check`` first. It only reads. An empty list
-means the store is sound.
+malformed summary, two rows of one thread with the same version or two in use (neither
+edited nor revoked) with the same prefix, a parent that belongs elsewhere, is not older, or
+is missing without retention having trimmed it, an edit of the same prefix as its parent
+with another boundary, a revocation dated before its row, per-thread state out of range (a
+negative control version, a request instruction without a request), a blank pin or review,
+a deletion generation below 1, a lease without an owner or that expires before it was taken,
+an indexed message whose content hash does not match its text or whose position is
+negative, and (SQLite) a full-text index out of step with its table. On SQLite it runs
+``PRAGMA integrity_check`` first. It only reads. An empty list means the store is sound.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, get_args
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, func, or_, select
 
 from langgraph_compaction.store._fulltext import FTS_TABLE
 from langgraph_compaction.store._migrate import HEAD_REVISION, current_revision
-from langgraph_compaction.store._records import IndexedMessage
+from langgraph_compaction.store._records import IndexedMessage, SummaryKind
 from langgraph_compaction.store._search import content_hash
-from langgraph_compaction.store._tables import generations, leases, messages, summaries, threads
+from langgraph_compaction.store._tables import (
+    LIVE_SUMMARY,
+    generations,
+    leases,
+    messages,
+    pins,
+    reviews,
+    summaries,
+    threads,
+)
 
 __all__ = ["find_problems"]
 
 _S = summaries.c
+_KINDS = get_args(SummaryKind)
 
 
 def find_problems(conn: Connection) -> list[str]:
@@ -44,21 +56,23 @@ def find_problems(conn: Connection) -> list[str]:
         )
         return problems
     problems += _duplicates(conn, _S.version, "version")
-    problems += _duplicates(conn, _S.prefix_hash, "prefix_hash")
+    # Edits and revoked rows share their prefix with another row by design.
+    problems += _duplicates(conn, _S.prefix_hash, "prefix_hash in use", LIVE_SUMMARY)
     problems += _row_problems(conn)
     problems += _lineage_problems(conn)
+    problems += _edit_problems(conn)
     problems += _thread_problems(conn)
+    problems += _steering_problems(conn)
     problems += _deletion_and_lease_problems(conn)
     problems += _index_problems(conn)
     return problems
 
 
-def _duplicates(conn: Connection, column: Any, label: str) -> list[str]:
-    stmt = (
-        select(_S.thread_id, _S.namespace, column, func.count())
-        .group_by(_S.thread_id, _S.namespace, column)
-        .having(func.count() > 1)
-    )
+def _duplicates(conn: Connection, column: Any, label: str, where: Any = None) -> list[str]:
+    stmt = select(_S.thread_id, _S.namespace, column, func.count())
+    if where is not None:
+        stmt = stmt.where(where)
+    stmt = stmt.group_by(_S.thread_id, _S.namespace, column).having(func.count() > 1)
     return [
         f"thread {t!r} namespace {ns!r}: {count} summaries share {label} {value!r}"
         for t, ns, value, count in conn.execute(stmt)
@@ -79,13 +93,16 @@ def _row_problems(conn: Connection) -> list[str]:
         _S.rescued_message_ids,
         _S.prefix_hash,
         _S.created_at,  # read through UTCDateTime: an unreadable stamp raises here
+        _S.revoked_at,
     )
     for row in conn.execution_options(yield_per=1000).execute(stmt):
         where = f"summary {row.id}"
         if not row.summary.strip():
             problems.append(f"{where}: blank summary text")
-        if row.kind not in ("initial", "update"):
-            problems.append(f"{where}: kind {row.kind!r} is neither 'initial' nor 'update'")
+        if row.kind not in _KINDS:
+            problems.append(f"{where}: kind {row.kind!r} is not one of {', '.join(_KINDS)}")
+        if row.revoked_at is not None and row.revoked_at < row.created_at:
+            problems.append(f"{where}: revoked_at is before created_at")
         if row.version < 1:
             problems.append(f"{where}: version {row.version} is below 1")
         if not row.prefix_hash:
@@ -157,6 +174,45 @@ def _lineage_problems(conn: Connection) -> list[str]:
     return problems
 
 
+def _edit_problems(conn: Connection) -> list[str]:
+    """An edit of its parent's prefix (``edit_summary``) covers exactly what the parent does.
+
+    An edit made while reviewing a new summary covers a new prefix: nothing to compare.
+    """
+    parent = summaries.alias("parent")
+    stmt = (
+        select(_S.id, _S.thread_id, _S.version, parent.c.version.label("p_version"))
+        .join(parent, parent.c.id == _S.parent_id)
+        .where(
+            _S.kind == "edited",
+            parent.c.prefix_hash == _S.prefix_hash,
+            or_(
+                parent.c.boundary_message_id != _S.boundary_message_id,
+                parent.c.covered_messages != _S.covered_messages,
+            ),
+        )
+    )
+    return [
+        f"summary {row.id} (thread {row.thread_id!r} v{row.version}): an edit of "
+        f"v{row.p_version}'s prefix, but with another boundary or message count"
+        for row in conn.execute(stmt)
+    ]
+
+
+def _steering_problems(conn: Connection) -> list[str]:
+    """Pins name a message; a review holds text of a known kind."""
+    problems = []
+    for row in conn.execute(select(pins).where(pins.c.message_id == "")):
+        problems.append(f"thread {row.thread_id!r} namespace {row.namespace!r}: a pin without id")
+    for row in conn.execute(select(reviews)):
+        where = f"review of thread {row.thread_id!r} prefix {row.prefix_hash!r}"
+        if not row.summary.strip():
+            problems.append(f"{where}: blank summary text")
+        if row.kind not in _KINDS:
+            problems.append(f"{where}: kind {row.kind!r} is not one of {', '.join(_KINDS)}")
+    return problems
+
+
 def _thread_problems(conn: Connection) -> list[str]:
     problems = []
     for row in conn.execute(select(threads)):
@@ -169,6 +225,10 @@ def _thread_problems(conn: Connection) -> list[str]:
             math.isfinite(row.calibration) and row.calibration > 0
         ):
             problems.append(f"{where}: calibration {row.calibration} is not a ratio > 0")
+        if row.controls < 0:
+            problems.append(f"{where}: negative control version {row.controls}")
+        if row.request_instruction is not None and row.requested_at is None:
+            problems.append(f"{where}: a request instruction without a pending request")
     return problems
 
 

@@ -19,12 +19,12 @@ from langgraph_compaction.store._text import storable
 __all__ = [
     "RECORD_FIELDS",
     "CompactionRequest",
-    "ThreadControls",
     "IndexedMessage",
     "NewSummary",
     "RecalledMessage",
     "SummaryKind",
     "SummaryRecord",
+    "ThreadControls",
     "ThreadState",
     "check_calibration",
     "indexed_messages",
@@ -32,8 +32,9 @@ __all__ = [
     "record_from_row",
 ]
 
-SummaryKind = Literal["initial", "update"]
-"""``initial`` came from the checkpoint prompt, ``update`` from the update prompt."""
+SummaryKind = Literal["initial", "update", "edited"]
+"""``initial`` came from the checkpoint prompt, ``update`` from the update prompt, ``edited``
+from a person (``edit_summary``, or an edit made when reviewing a new summary)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,13 +64,17 @@ class SummaryRecord:
     source_tokens: int
     """Tokens of the messages the summary replaces."""
     kind: SummaryKind
-    """``"initial"`` from the checkpoint prompt, ``"update"`` from the update prompt."""
+    """``"initial"`` from the checkpoint prompt, ``"update"`` from the update prompt,
+    ``"edited"`` written by a person."""
     model: str | None
-    """The summarizer model's name, when known."""
+    """The summarizer model's name, when known; None for an edit."""
     created_at: datetime
     """When it was stored, timezone-aware UTC."""
     rescued_message_ids: tuple[str, ...]
     """Ids of messages kept verbatim next to the summary (e.g. skill files)."""
+    revoked_at: datetime | None = None
+    """When ``revoke_summary`` withdrew this version (UTC); a revoked summary is never used
+    again (``latest_summaries`` and ``find_summary`` skip it), ``list_summaries`` shows it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +144,7 @@ class NewSummary:
         if not self.summary.strip():
             raise ValueError("summary is blank; a summary call that returns no text is a failure")
         if self.kind not in get_args(SummaryKind):
-            raise ValueError(f"kind must be 'initial' or 'update', got {self.kind!r}")
+            raise ValueError(f"kind must be 'initial', 'update' or 'edited', got {self.kind!r}")
         if not self.prefix_hash:
             raise ValueError("prefix_hash is empty; pass the hash of the covered prefix")
         for name in ("covered_messages", "summary_tokens", "source_tokens"):
@@ -253,6 +258,7 @@ def record_from_row(row: Sequence[Any]) -> SummaryRecord:
     """Turn one row of the :data:`RECORD_FIELDS` columns into a SummaryRecord.
 
     Positional on purpose: building a mapping per row costs more than the query itself.
+    ``rescued_message_ids`` (JSON text in the row) comes second to last, ``revoked_at`` last.
     """
-    *values, ids = row
-    return SummaryRecord(*(*values, tuple(json.loads(ids))))
+    *values, ids, revoked_at = row
+    return SummaryRecord(*(*values, tuple(json.loads(ids)), revoked_at))

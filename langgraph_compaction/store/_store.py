@@ -15,7 +15,9 @@ from sqlalchemy import Connection
 
 from langgraph_compaction.store import _search, _tables, _threads
 from langgraph_compaction.store._check import find_problems
+from langgraph_compaction.store._controlling import ControlMethods
 from langgraph_compaction.store._database import Database
+from langgraph_compaction.store._editing import EditMethods
 from langgraph_compaction.store._engine import BUSY_TIMEOUT_S
 from langgraph_compaction.store._leasing import LeaseMethods
 from langgraph_compaction.store._recalling import RecallMethods
@@ -42,7 +44,7 @@ def _positive(name: str, value: float) -> float:
     return float(value)
 
 
-class SummaryStore(LeaseMethods, RecallMethods):
+class SummaryStore(LeaseMethods, RecallMethods, ControlMethods, EditMethods):
     """Summaries and per-thread state in a SQLite file or a PostgreSQL database.
 
     One object serves the sync and the async graph path, is safe to share across threads
@@ -149,7 +151,8 @@ class SummaryStore(LeaseMethods, RecallMethods):
     # -- summaries ---------------------------------------------------------------------------
 
     def list_summaries(self, thread_id: str, namespace: str = "default") -> list[SummaryRecord]:
-        """Every stored summary of the thread, oldest (lowest version) first."""
+        """Every stored summary of the thread, oldest (lowest version) first, revoked ones
+        included (``revoked_at`` set)."""
         return self._db.run(lambda c: _tables.list_summaries(c, thread_id, namespace))
 
     async def alist_summaries(
@@ -161,7 +164,8 @@ class SummaryStore(LeaseMethods, RecallMethods):
     def latest_summaries(
         self, thread_id: str, namespace: str = "default", limit: int = 8
     ) -> list[SummaryRecord]:
-        """The newest ``limit`` summaries of the thread, newest first: the reuse candidates."""
+        """The newest ``limit`` summaries of the thread in use (not revoked), newest first:
+        the reuse candidates."""
         return self._db.run(lambda c: _tables.latest_summaries(c, thread_id, namespace, limit))
 
     async def alatest_summaries(
@@ -175,7 +179,8 @@ class SummaryStore(LeaseMethods, RecallMethods):
     def find_summary(
         self, thread_id: str, namespace: str, prefix_hash: str
     ) -> SummaryRecord | None:
-        """The thread's summary of exactly this prefix, or None."""
+        """The thread's newest summary in use of exactly this prefix (an edit of it, if
+        one was made), or None."""
         return self._db.run(lambda c: _tables.find_summary(c, thread_id, namespace, prefix_hash))
 
     async def afind_summary(
@@ -357,8 +362,8 @@ class SummaryStore(LeaseMethods, RecallMethods):
     # -- deletion ----------------------------------------------------------------------------
 
     def delete_thread(self, thread_id: str, namespace: str | None = None) -> int:
-        """Delete the thread's summaries, indexed messages, state and leases in one namespace
-        (None: in all), in one transaction.
+        """Delete the thread's summaries, indexed messages, state, pins, reviews, pending
+        request and leases in one namespace (None: in all), in one transaction.
 
         Final: the thread's generation goes up in the same transaction, so a summary computed
         before (here or in another process) that carries the old generation is refused, and

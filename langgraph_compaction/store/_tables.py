@@ -53,6 +53,7 @@ from langgraph_compaction.store._records import (
 
 __all__ = [
     "ALL_NAMESPACES",
+    "LIVE_SUMMARY",
     "UTCDateTime",
     "dialect_insert",
     "find_summary",
@@ -66,8 +67,12 @@ __all__ = [
     "messages",
     "meta",
     "metadata",
+    "next_version",
+    "pins",
+    "reviews",
     "summaries",
     "threads",
+    "trim",
 ]
 
 _LOCK_CLASS = 7_261_300
@@ -132,7 +137,9 @@ summaries = Table(
     # The parent's version, kept when retention deletes the parent row (schema version 2);
     # None for a first summary, or when the parent was already gone at insert time.
     Column("parent_version", Integer, nullable=True),
-    CheckConstraint("kind IN ('initial', 'update')", name="ck_compaction_summaries_kind"),
+    # When revoke_summary withdrew the version (schema version 5); None while it is in use.
+    Column("revoked_at", UTCDateTime, nullable=True),
+    CheckConstraint("kind IN ('initial', 'update', 'edited')", name="ck_compaction_summaries_kind"),
     # No foreign key on parent_id: retention deletes old versions, so the oldest remaining
     # row may name a parent that is gone.
 )
@@ -144,13 +151,27 @@ Index(
     summaries.c.version.desc(),
     unique=True,
 )
-# Makes a concurrent duplicate insert of the same prefix a no-op (ON CONFLICT DO NOTHING).
+LIVE_SUMMARY = text("kind <> 'edited' AND revoked_at IS NULL")
+"""The rows ``ux_compaction_summaries_prefix`` covers (schema 5): an edit is a newer version
+of the same prefix, and a revoked row must not stop the prefix from being summarized again."""
+# Makes a concurrent duplicate insert of the same prefix a no-op (ON CONFLICT DO NOTHING,
+# with the same WHERE as the index).
 Index(
     "ux_compaction_summaries_prefix",
     summaries.c.thread_id,
     summaries.c.namespace,
     summaries.c.prefix_hash,
     unique=True,
+    sqlite_where=LIVE_SUMMARY,
+    postgresql_where=LIVE_SUMMARY,
+)
+# find_summary's lookup, edits and revoked rows included (schema 5): one seek, however many
+# versions the thread holds.
+Index(
+    "ix_compaction_summaries_prefix",
+    summaries.c.thread_id,
+    summaries.c.namespace,
+    summaries.c.prefix_hash,
 )
 
 threads = Table(
@@ -164,6 +185,11 @@ threads = Table(
     Column("last_failure_at", UTCDateTime, nullable=True),
     Column("calibration", Float, nullable=True),
     Column("updated_at", UTCDateTime, nullable=False),
+    # Steering (schema 5): the control version, bumped by every request, pin, unpin, edit
+    # and revoke, and the pending compaction request, if any (requested_at set).
+    Column("controls", Integer, nullable=False, default=0, server_default=text("0")),
+    Column("requested_at", UTCDateTime, nullable=True),
+    Column("request_instruction", Text, nullable=True),
     PrimaryKeyConstraint("thread_id", "namespace", name="pk_compaction_threads"),
 )
 
@@ -233,6 +259,31 @@ Index(
 )
 event.listen(messages, "after_create", lambda _table, conn, **_kw: create_fulltext(conn))
 
+pins = Table(
+    "compaction_pins",
+    metadata,
+    Column("thread_id", Text, nullable=False),
+    Column("namespace", Text, nullable=False),
+    Column("message_id", Text, nullable=False),
+    Column("pinned_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("thread_id", "namespace", "message_id", name="pk_compaction_pins"),
+)
+"""Messages people pinned (schema 5): never evicted nor pruned while the row exists."""
+
+reviews = Table(
+    "compaction_reviews",
+    metadata,
+    Column("thread_id", Text, nullable=False),
+    Column("namespace", Text, nullable=False),
+    Column("prefix_hash", Text, nullable=False),
+    Column("summary", Text, nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("model", Text, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("thread_id", "namespace", "prefix_hash", name="pk_compaction_reviews"),
+)
+"""New summaries waiting for a person's review (schema 5); not summaries until accepted."""
+
 ALL_NAMESPACES = "*"
 """``compaction_generations.namespace`` of a deletion of the thread in every namespace."""
 
@@ -251,8 +302,14 @@ _IN_THREAD = select(*(summaries.c[name] for name in RECORD_FIELDS)).where(
     summaries.c.namespace == bindparam("namespace"),
 )
 _OLDEST_FIRST = _IN_THREAD.order_by(summaries.c.version)
-_NEWEST_FIRST = _IN_THREAD.order_by(summaries.c.version.desc()).limit(bindparam("limit"))
-_BY_PREFIX = _IN_THREAD.where(summaries.c.prefix_hash == bindparam("prefix_hash"))
+_IN_USE = _IN_THREAD.where(summaries.c.revoked_at.is_(None))
+_NEWEST_FIRST = _IN_USE.order_by(summaries.c.version.desc()).limit(bindparam("limit"))
+# The newest version of the prefix: an edit of it when there is one.
+_BY_PREFIX = (
+    _IN_USE.where(summaries.c.prefix_hash == bindparam("prefix_hash"))
+    .order_by(summaries.c.version.desc())
+    .limit(1)
+)
 
 
 def dialect_insert(conn: Connection, table: Table) -> postgresql.Insert | sqlite.Insert:
@@ -290,7 +347,7 @@ def lock_thread(conn: Connection, thread_id: str) -> None:
 
 
 def list_summaries(conn: Connection, thread_id: str, namespace: str) -> list[SummaryRecord]:
-    """Every summary of the thread, oldest first."""
+    """Every summary of the thread, oldest first, revoked ones included."""
     rows = conn.execute(_OLDEST_FIRST, {"thread_id": thread_id, "namespace": namespace})
     return [record_from_row(row) for row in rows]
 
@@ -298,7 +355,7 @@ def list_summaries(conn: Connection, thread_id: str, namespace: str) -> list[Sum
 def latest_summaries(
     conn: Connection, thread_id: str, namespace: str, limit: int
 ) -> list[SummaryRecord]:
-    """The newest ``limit`` summaries of the thread, newest first."""
+    """The newest ``limit`` summaries of the thread in use (not revoked), newest first."""
     params = {"thread_id": thread_id, "namespace": namespace, "limit": limit}
     return [record_from_row(row) for row in conn.execute(_NEWEST_FIRST, params)]
 
@@ -306,7 +363,7 @@ def latest_summaries(
 def find_summary(
     conn: Connection, thread_id: str, namespace: str, prefix_hash: str
 ) -> SummaryRecord | None:
-    """The thread's summary of exactly this prefix, if one is stored."""
+    """The thread's newest summary in use of exactly this prefix, if one is stored."""
     params = {"thread_id": thread_id, "namespace": namespace, "prefix_hash": prefix_hash}
     row = conn.execute(_BY_PREFIX, params).first()
     return None if row is None else record_from_row(row)
@@ -329,16 +386,11 @@ def insert_summary(
     existing = find_summary(conn, new.thread_id, new.namespace, new.prefix_hash)
     if existing is not None:
         return existing
-    newest = conn.scalar(
-        select(func.max(summaries.c.version)).where(
-            summaries.c.thread_id == new.thread_id, summaries.c.namespace == new.namespace
-        )
-    )
     row_id = uuid4().hex
     values = {
         **dataclasses.asdict(new),
         "id": row_id,
-        "version": (newest or 0) + 1,
+        "version": next_version(conn, new.thread_id, new.namespace),
         "parent_version": _parent_version(conn, new),
         "created_at": datetime.now(UTC),
         "rescued_message_ids": json.dumps(list(new.rescued_message_ids)),
@@ -347,7 +399,7 @@ def insert_summary(
     conn.execute(
         dialect_insert(conn, summaries)
         .values(values)
-        .on_conflict_do_nothing(index_elements=conflict)
+        .on_conflict_do_nothing(index_elements=conflict, index_where=LIVE_SUMMARY)
     )
     stored = find_summary(conn, new.thread_id, new.namespace, new.prefix_hash)
     if stored is None:
@@ -356,8 +408,18 @@ def insert_summary(
         if on_insert is not None:
             on_insert(conn)
         if retention is not None:
-            _trim(conn, new.thread_id, new.namespace, retention)
+            trim(conn, new.thread_id, new.namespace, retention)
     return stored
+
+
+def next_version(conn: Connection, thread_id: str, namespace: str) -> int:
+    """One more than the thread's newest version, revoked ones included (1 for the first)."""
+    newest = conn.scalar(
+        select(func.max(summaries.c.version)).where(
+            summaries.c.thread_id == thread_id, summaries.c.namespace == namespace
+        )
+    )
+    return int(newest or 0) + 1
 
 
 def _parent_version(conn: Connection, new: NewSummary) -> int | None:
@@ -384,7 +446,7 @@ def _parent_version(conn: Connection, new: NewSummary) -> int | None:
     return version
 
 
-def _trim(conn: Connection, thread_id: str, namespace: str, keep: int) -> None:
+def trim(conn: Connection, thread_id: str, namespace: str, keep: int) -> None:
     """Delete all but the newest ``keep`` versions of the thread."""
     cut = conn.scalar(
         select(summaries.c.version)

@@ -26,6 +26,8 @@ from langgraph_compaction.store._tables import (
     leases,
     lock_thread,
     messages,
+    pins,
+    reviews,
     summaries,
     threads,
 )
@@ -187,7 +189,8 @@ def set_calibration(
 
 
 def delete_thread(conn: Connection, thread_id: str, namespace: str | None) -> int:
-    """Delete the thread's summaries, indexed messages, state and leases; bump its generation.
+    """Delete the thread's summaries, indexed messages, state (with its control version and
+    pending request), pins, reviews and leases; bump its generation.
 
     ``namespace=None`` deletes in every namespace and bumps the all-namespaces generation,
     which also covers namespaces that hold no row yet. Returns how many summaries went.
@@ -205,7 +208,7 @@ def delete_thread(conn: Connection, thread_id: str, namespace: str | None) -> in
         )
     )
     deleted = 0
-    for table in (leases, threads, messages, summaries):  # summaries last: their count
+    for table in (leases, threads, messages, pins, reviews, summaries):  # summaries last
         where = [table.c.thread_id == thread_id]
         if namespace is not None:
             where.append(table.c.namespace == namespace)
