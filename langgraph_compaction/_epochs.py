@@ -25,6 +25,11 @@ the epochs: replaced per user turn whether pruning is enabled or not, and at any
 media left); any other old media message is sent as its media-free copy, and that copy is what
 counts toward the context, so it can spare a summary. Crossings are still found on the
 originals, a conservative choice that keeps them a function of each prefix alone.
+
+Pinned messages (:mod:`._pins`) are never treated, by either layer, wherever they sit (kept,
+or rescued after the summary). Store pins come from outside the history, so a derivation is
+cached under the pin set it was made with: the phase's cache key carries its digest, and a
+pin or unpin derives the thread's epochs afresh (the same history and pins, the same bytes).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from langchain_core.messages import BaseMessage
 
 from ._call import Epochs, Measured, Phase
 from ._media_pruning import OldMedia, derive_old_media
+from ._pins import in_pinned_unit, pins_digest
 from ._pipeline import Pipeline
 from ._pruning import (
     HARD,
@@ -157,6 +163,7 @@ def derive_epochs(
     phase: Phase,
     previous: Epochs | None = None,
     media: OldMedia | None = None,
+    pins: frozenset[str] = frozenset(),
 ) -> Epochs:
     """The crossings and treatments of ``phase`` over ``messages``.
 
@@ -164,6 +171,8 @@ def derive_epochs(
     derivation only depends on the history up to each crossing, so extending it gives exactly
     what deriving from scratch would. ``media``, the old media of ``messages``, counts each
     prefix's old media as their copies (in a prefix, the media older than its last user turns).
+    ``pins``, the ids pinned in the store: pinned messages are never candidates (``previous``
+    must have been derived with the same pins).
     """
     if previous is not None and previous.failed_at is not None:
         return previous  # final: nothing after the failure matters
@@ -175,7 +184,7 @@ def derive_epochs(
     checked, first_user = previous.checked, previous.first_user
     if first_user is None:
         first_user = first_user_index(messages, checked)
-    new = tuple(i for i in range(checked, size) if is_candidate(messages, i, pruning))
+    new = tuple(i for i in range(checked, size) if is_candidate(messages, i, pruning, pins))
     candidates = previous.candidates + new
     crossings = list(previous.crossings)
     levels, copies, saved = previous.levels, previous.copies, previous.saved
@@ -248,7 +257,8 @@ def _first_reaching(
 
 def epochs_for(pipe: Pipeline, measured: Measured, phase: Phase) -> Epochs:
     """`derive_epochs` for this call, extending the graph's cached derivation when it can."""
-    key = (*measured.key, phase.key)
+    digest = pins_digest(measured.pins)  # another pin set: another derivation
+    key = (*measured.key, f"{phase.key}|{digest}" if digest else phase.key)
     cached = pipe.memory.epochs.get(key)
     size = len(measured.messages)
     if cached is not None and (
@@ -260,7 +270,9 @@ def epochs_for(pipe: Pipeline, measured: Measured, phase: Phase) -> Epochs:
     if cached is not None and (cached.checked == size or cached.failed_at is not None):
         return cached
     media = old_media_for(pipe, measured)
-    epochs = derive_epochs(pipe, measured.messages, measured.scan, phase, cached, media)
+    epochs = derive_epochs(
+        pipe, measured.messages, measured.scan, phase, cached, media, measured.pins
+    )
     pipe.memory.epochs.put(key, epochs)
     return epochs
 
@@ -349,12 +361,15 @@ def old_media_for(pipe: Pipeline, measured: Measured) -> OldMedia | None:
     cached = pipe.memory.media.get(measured.key)
     size = len(messages)
     if cached is not None and (
-        cached.checked > size or scan.prefix_hash(cached.checked) != cached.digest
+        cached.pins != measured.pins
+        or cached.checked > size
+        or scan.prefix_hash(cached.checked) != cached.digest
     ):
         cached = None
     if cached is not None and cached.checked == size:
         return cached
     counter = pipe.settings.counter
+    pins = measured.pins
     media = derive_old_media(
         messages,
         measured.lead,
@@ -363,6 +378,8 @@ def old_media_for(pipe: Pipeline, measured: Measured) -> OldMedia | None:
         lambda copy: counter([copy]),
         scan.token,
         cached,
+        lambda index: in_pinned_unit(messages, index, pins),
+        pins,
     )
     pipe.memory.media.put(measured.key, media)
     return media

@@ -20,6 +20,10 @@ prompt cache still holds everything before it. (Tied to pruning epochs, it would
 less often but keep sending old media until the next trigger crossing, if one ever comes.)
 The derivation is extended call by call (:class:`OldMedia`), so a steady-state call looks at
 its new messages only.
+
+A pinned message (:mod:`._pins`, with its tool unit) keeps its media: it is never counted
+among the messages holding media. It is judged when first seen; a derivation records the
+store pins it was made under, and another pin set derives afresh.
 """
 
 from __future__ import annotations
@@ -82,6 +86,8 @@ class OldMedia:
     (so each block is read once), counted when they become old."""
     running: tuple[int, ...] = (0,)
     """Running sum of the copies' savings, in the order of ``media``."""
+    pins: frozenset[str] = frozenset()
+    """The store pins it was derived under (pinned messages keep their media)."""
 
     def cutoff_at(self, end: int) -> int:
         """Media of ``messages[:end]`` before this index are old (in that prefix)."""
@@ -172,22 +178,29 @@ def derive_old_media(
     count: Callable[[BaseMessage], int],
     token: Callable[[int], int],
     previous: OldMedia | None = None,
+    pinned: Callable[[int], bool] | None = None,
+    pins: frozenset[str] = frozenset(),
 ) -> OldMedia:
     """The old media of ``messages``, extending ``previous`` (derived over a prefix of them).
 
     ``count`` gives a copy's tokens and ``token`` an original's (by index); each is called
     once per replaced message over the life of a thread, since a message before the cutoff
-    stays before it.
+    stays before it. ``pinned`` tells a pinned message (never replaced), under the store
+    pins ``pins`` (``previous`` must have been derived under the same).
     """
-    if previous is None or previous.keep != keep or previous.lead != lead:
-        previous = OldMedia(keep, lead, lead, "")
+    if previous is None or previous.keep != keep or previous.lead != lead or previous.pins != pins:
+        previous = OldMedia(keep, lead, lead, "", pins=pins)
     size = len(messages)
     new = range(previous.checked, size)
-    found = {i: c for i in new if (c := media_replaced_copy(messages[i])) is not None}
+    found = {
+        i: c
+        for i in new
+        if (c := media_replaced_copy(messages[i])) is not None and not (pinned and pinned(i))
+    }
     young = {**previous.young, **found} if found else previous.young
     media = previous.media + tuple(found)
     users = previous.users + tuple(i for i in new if is_real_user_message(messages[i]))
-    state = OldMedia(keep, lead, size, digest, media, users, previous.copies, young)
+    state = OldMedia(keep, lead, size, digest, media, users, previous.copies, young, pins=pins)
     due = media[len(previous.copies) : bisect_left(media, state.cutoff)]
     if not due:
         return replace(state, running=previous.running)

@@ -105,9 +105,7 @@ class Memory:
         """Per (namespace, thread, phase): the derived pruning epochs, extended call by call."""
         self.media: BoundedCache[ThreadKey, OldMedia] = BoundedCache()
         """Per thread: its old media and their copies (``media_keep_last``), extended likewise."""
-        self.pin_counts: BoundedCache[tuple[str, frozenset[str]], tuple[int, int]] = (
-            BoundedCache()
-        )
+        self.pin_counts: BoundedCache[tuple[str, frozenset[str]], tuple[int, int]] = BoundedCache()
         """Per (summary row, store pins): its pinned messages kept verbatim and summarized."""
         self._summarizer = SummarizerLimits()
         self._controls: BoundedCache[ThreadKey, tuple[int, frozenset[str]]] = BoundedCache()

@@ -6,18 +6,20 @@ passes ``tools_allow``/``tools_deny`` (globs, case-insensitive, deny wins), and 
 ``min_prunable_tool_chars`` characters (an image counts ``IMAGE_CHARS``). At age ``(N - i) / N``
 it is soft trimmed from ``soft_trim_ratio`` (head and tail kept, images replaced by a
 placeholder) and hard cleared from ``hard_clear_ratio``. :mod:`._epochs` applies the rule only
-at trigger crossings.
+at trigger crossings. A pinned message, and every message of its tool unit (:mod:`._pins`), is
+never a candidate.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ._config_models import PruningConfig
 from ._messages import is_real_user_message, tool_name_of, trim_middle
+from ._pins import in_pinned_unit
 
 __all__ = [
     "HARD",
@@ -90,13 +92,20 @@ def tool_allowed(name: str, pruning: PruningConfig) -> bool:
     )
 
 
-def is_candidate(messages: Sequence[BaseMessage], index: int, pruning: PruningConfig) -> bool:
-    """Eligible but for its position: a large tool result of a prunable tool."""
+def is_candidate(
+    messages: Sequence[BaseMessage],
+    index: int,
+    pruning: PruningConfig,
+    pins: Collection[str] = (),
+) -> bool:
+    """Eligible but for its position: a large tool result of a prunable tool, not pinned
+    (``pins``: the ids pinned in the store; the ``pinned`` flag counts too)."""
     message = messages[index]
     return (
         isinstance(message, ToolMessage)
         and prunable_chars(message) >= pruning.min_prunable_tool_chars
         and tool_allowed(tool_name_of(messages, index), pruning)
+        and not in_pinned_unit(messages, index, pins)
     )
 
 

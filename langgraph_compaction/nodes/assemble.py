@@ -2,8 +2,11 @@
 
 ``[leading system] + [summary] + [rescued, in order] + [kept]``, with the kept messages'
 pruned copies when pruning is on, and old media replaced by references (``media_keep_last``).
-When even that does not fit, the oldest kept units are dropped (never the latest user request
-or the newest unit), then the newest unit's oversized tool results are shortened in the copy.
+When even that does not fit, the oldest kept units are dropped (never the latest user request,
+a pinned unit or the newest unit), then the newest unit's oversized tool results are shortened
+in the copy. The report counts the summary's pinned messages kept verbatim and those that went
+to the summary past ``pin_budget``: from the row's rescued ids and the current pins, once per
+row and pin set (a steady-state call does not look at the prefix again).
 A final check enforces the tool-pair rule on the output. Only this node (and measure, passing
 through) writes the outputs.
 
@@ -26,12 +29,13 @@ from .._messages import (
     keep_tool_calls,
     split_tool_units,
 )
+from .._pins import count_pinned, is_pinned
 from .._pipeline import Pipeline
 from .._report import CompactionAction, CompactionReport, ContextGauge
 from .._settings import emit
 from .._summaries import rescued_positions
 from .._tokens import TokenCounter, calibrated
-from ..store import storable
+from ..store import SummaryRecord, storable
 
 __all__ = ["assemble", "assemble_node", "split_rescued_caller"]
 
@@ -124,7 +128,7 @@ def assemble(
         raw_limit = int(limit / measured.ratio) if measured.ratio else limit
         available = raw_limit - settings.fixed_tokens
         if sum(tokens) > available:
-            dropped = _drop_oldest_units(body, tokens, kept_at, available)
+            dropped = _drop_oldest_units(body, tokens, kept_at, available, measured.pins)
         if sum(tokens) > available:
             shortened = _shorten_newest_unit(body, tokens, available, settings.counter)
         over_budget = sum(tokens) > available
@@ -142,6 +146,7 @@ def assemble(
     )
     pipe.memory.remember_sent(measured.key, messages, tokens_after, measured.ratio)
     action = _action(outcome, pruned.count + pruned.media_replaced + shortened + dropped)
+    pinned, unpinned = _pin_counts(pipe, measured, record, rescued) if record else (0, 0)
     error = outcome.error
     if over_budget:
         action = "failed"
@@ -181,6 +186,8 @@ def assemble(
         over_budget=over_budget,
         summary_over_budget=summary_over_budget,
         summary_cut=outcome.summary_cut,
+        pinned_count=pinned,
+        unpinned_over_budget=unpinned,
         error=storable(error) if error else None,  # JSON-safe, as the event's
     )
     return output, report
@@ -215,12 +222,28 @@ def _action(outcome: Outcome, changed: int) -> CompactionAction:
     return outcome.action
 
 
+def _pin_counts(
+    pipe: Pipeline, measured: Measured, record: SummaryRecord, rescued: Sequence[int]
+) -> tuple[int, int]:
+    """The summary's pinned messages kept verbatim, and those it holds (past ``pin_budget``)."""
+    messages, lead = measured.messages, measured.lead
+
+    def count() -> tuple[int, int]:
+        return count_pinned(messages, lead, record.covered_messages, set(rescued), measured.pins)
+
+    return pipe.memory.pin_counts.get_or_make((record.id, measured.pins), count)
+
+
 def _drop_oldest_units(
-    body: list[BaseMessage], tokens: list[int], start: int, available: int
+    body: list[BaseMessage],
+    tokens: list[int],
+    start: int,
+    available: int,
+    pins: frozenset[str] = frozenset(),
 ) -> int:
     """Drop the oldest whole units after ``start``.
 
-    Never the latest user request, never the newest unit.
+    Never the latest user request, never a pinned unit, never the newest unit.
     """
     latest_user = find_latest_user_index(body, start)
     units = split_tool_units(body, start)[:-1]
@@ -230,6 +253,8 @@ def _drop_oldest_units(
         if total <= available:
             break
         if latest_user is not None and first <= latest_user < end:
+            continue
+        if any(is_pinned(body[i], pins) for i in range(first, end)):
             continue
         drop.update(range(first, end))
         total -= sum(tokens[first:end])

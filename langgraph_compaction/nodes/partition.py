@@ -7,13 +7,18 @@ headroom moves the cutoff forward until the kept side sits well below every trig
 next call reuses the summary instead of making another. A background summary of the thread
 still in flight is waited for (never a second summary of what is being made).
 
+Pinned units and, with ``keep_user_messages``, the newest user turns of the whole prefix are
+rescued too, within their budgets (the rules are :mod:`.._pins`'s); a rescue no longer called
+for (unpinned, past the budget, no longer a skill's) is folded into the new summary.
+
     partition -> summarize
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
+from dataclasses import dataclass
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -36,6 +41,7 @@ from .._messages import (
     has_unanswered_call,
     split_tool_units,
 )
+from .._pins import choose_pinned, choose_user_messages, pinned_units, user_messages
 from .._pipeline import Pipeline, Precompact
 from .._summaries import (
     compressed_context,
@@ -72,26 +78,41 @@ def find_skill_results(
 
     A result is paired with its call by position within its unit (ids repeat in real traces).
     """
-    names = set(config.skill_file_read_tool_names)
     found: list[int] = []
     for first, unit_end in split_tool_units(messages, start):
         if first >= end:
             break
-        caller = messages[first]
-        if not isinstance(caller, AIMessage) or not caller.tool_calls:
-            continue
-        calls = list(caller.tool_calls)
-        for index in range(first + 1, min(unit_end, end)):
-            result = messages[index]
-            assert isinstance(result, ToolMessage)
-            call = next((c for c in calls if c.get("id") == result.tool_call_id), None)
-            if call is None:
-                continue
-            calls.remove(call)
-            path = _skill_path(call.get("args"), config.skills_container_path)
-            if call.get("name") in names and path is not None:
-                found.append(index)
+        found.extend(_unit_skill_results(messages, first, min(unit_end, end), config))
     return found
+
+
+def _unit_skill_results(
+    messages: Sequence[BaseMessage], first: int, end: int, config: CompactionConfig
+) -> list[int]:
+    """The skill-file results among ``messages[first + 1:end]``, the results of one unit."""
+    caller = messages[first]
+    if not isinstance(caller, AIMessage) or not caller.tool_calls:
+        return []
+    names = set(config.skill_file_read_tool_names)
+    calls = list(caller.tool_calls)
+    found = []
+    for index in range(first + 1, end):
+        result = messages[index]
+        assert isinstance(result, ToolMessage)
+        call = next((c for c in calls if c.get("id") == result.tool_call_id), None)
+        if call is None:
+            continue
+        calls.remove(call)
+        path = _skill_path(call.get("args"), config.skills_container_path)
+        if call.get("name") in names and path is not None:
+            found.append(index)
+    return found
+
+
+def _is_skill_result(messages: Sequence[BaseMessage], index: int, config: CompactionConfig) -> bool:
+    """Whether a tool result read a skill file (a former rescue may be a pin's instead)."""
+    caller = caller_index(messages, index)
+    return caller >= 0 and index in _unit_skill_results(messages, caller, index + 1, config)
 
 
 def _choose_skills(
@@ -177,11 +198,16 @@ def plan_partition(
         pipe.memory.summary_message(previous, settings.recall_tool)[1] if previous else 0
     )
     latest_user = find_latest_user_index(messages, measured.lead)
-    old_skills = [i for i in previous_rescued if isinstance(messages[i], ToolMessage)]
+    old_skills = [
+        i
+        for i in previous_rescued
+        if isinstance(messages[i], ToolMessage) and _is_skill_result(messages, i, config)
+    ]
+    kept = _KeptVerbatim.find(measured, candidates[-1], config, latest_user)
     cutoff = candidates[-1]
     rescued: tuple[int, ...] = ()
     for candidate in candidates:
-        rescued = _rescue(messages, scan, config, start, candidate, latest_user, old_skills)
+        rescued = _rescue(messages, scan, config, start, candidate, latest_user, old_skills, kept)
         tokens, count, refine = compressed_context(
             pipe, measured, candidate, rescued, summary_tokens
         )
@@ -189,11 +215,11 @@ def plan_partition(
             cutoff = candidate
             break
     else:
-        rescued = _rescue(messages, scan, config, start, cutoff, latest_user, old_skills)
-    kept: set[int] = set(rescued)
-    folded = [i for i in previous_rescued if i not in kept]
+        rescued = _rescue(messages, scan, config, start, cutoff, latest_user, old_skills, kept)
+    staying: set[int] = set(rescued)
+    folded = [i for i in previous_rescued if i not in staying]
     split = _split_callers(messages, rescued)
-    evicted = folded + [i for i in range(start, cutoff) if i not in kept or i in split]
+    evicted = folded + [i for i in range(start, cutoff) if i not in staying or i in split]
     if not evicted:
         return None
     return Partition(
@@ -206,6 +232,50 @@ def plan_partition(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _KeptVerbatim:
+    """Pinned units and user turns of the prefix, found once for every candidate cutoff."""
+
+    pinned: list[tuple[int, int]]
+    users: list[int]
+    """Real user turns (not the latest request, not pinned) when ``keep_user_messages``."""
+    token: Callable[[int], int]
+    pin_budget: int
+    user_budget: int
+
+    @classmethod
+    def find(
+        cls,
+        measured: Measured,
+        end: int,
+        config: CompactionConfig,
+        latest_user: int | None,
+    ) -> _KeptVerbatim:
+        messages, lead = measured.messages, measured.lead
+        pinned = pinned_units(messages, lead, end, measured.pins)
+        users: list[int] = []
+        keep = config.keep_user_messages
+        if keep is not None:
+            in_pins = {i for first, unit_end in pinned for i in range(first, unit_end)}
+            users = [
+                i
+                for i in user_messages(messages, lead, end)
+                if i != latest_user and i not in in_pins
+            ]
+        budget = int(keep.value) if keep is not None else 0
+        return cls(pinned, users, measured.scan.token, config.pin_budget, budget)
+
+    def before(self, cutoff: int) -> set[int]:
+        """What stays verbatim from before ``cutoff``."""
+        kept = {
+            i
+            for first, end in choose_pinned(self.pinned, cutoff, self.token, self.pin_budget)
+            for i in range(first, end)
+        }
+        kept.update(choose_user_messages(self.users, cutoff, self.token, self.user_budget))
+        return kept
+
+
 def _rescue(
     messages: Sequence[BaseMessage],
     scan: HistoryScan,
@@ -214,12 +284,14 @@ def _rescue(
     cutoff: int,
     latest_user: int | None,
     old_skills: Sequence[int],
+    kept: _KeptVerbatim,
 ) -> tuple[int, ...]:
-    """What stays verbatim from before ``cutoff``: the latest user request and skill files."""
+    """What stays verbatim from before ``cutoff``: the latest user request, skill files,
+    pinned units and kept user turns."""
     skills = _choose_skills(
         [*old_skills, *find_skill_results(messages, start, cutoff, config)], scan, config
     )
-    rescued = set(skills) | _callers_of(messages, skills)
+    rescued = set(skills) | _callers_of(messages, skills) | kept.before(cutoff)
     if latest_user is not None and latest_user < cutoff:
         rescued.add(latest_user)
     return tuple(sorted(rescued))
