@@ -1,0 +1,50 @@
+"""Worker bodies for the steering tests' multi-process races (see ``_store_workers``).
+
+Each builds its own SummaryStore from the URL, so only the database links the processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from langgraph_compaction import SummaryStore
+
+__all__ = ["race_for_requests"]
+
+
+def race_for_requests(
+    url: str, thread: str, rounds: int, files: bool, barrier: Any, use_async: bool
+) -> list[str | None]:
+    """Each round: the filing worker files a request, then every worker tries to take it.
+
+    Returns, per round, the instruction this worker took, or None.
+    """
+
+    async def run_async() -> list[str | None]:
+        store = SummaryStore(url)
+        await store.athread_controls(thread, "default")  # open before the race
+        got: list[str | None] = []
+        for n in range(rounds):
+            if files:
+                await store.arequest_compaction(thread, instruction=f"раунд {n}")
+            await asyncio.to_thread(barrier.wait, 60)
+            taken = await store.atake_compaction_request(thread, "default")
+            got.append(None if taken is None else taken.instruction)
+            await asyncio.to_thread(barrier.wait, 60)
+        await store.aclose()
+        return got
+
+    if use_async:
+        return asyncio.run(run_async())
+    got: list[str | None] = []
+    with SummaryStore(url) as store:
+        store.thread_controls(thread, "default")
+        for n in range(rounds):
+            if files:
+                store.request_compaction(thread, instruction=f"раунд {n}")
+            barrier.wait(timeout=60)
+            taken = store.take_compaction_request(thread, "default")
+            got.append(None if taken is None else taken.instruction)
+            barrier.wait(timeout=60)
+    return got
