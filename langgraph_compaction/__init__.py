@@ -5,6 +5,7 @@ to ``llm_input_messages`` and never rewrites the conversation. Summaries live in
 SQLAlchemy-backed store, so one process reuses what another made.
 """
 
+from ._compact import create_compact_tool
 from ._config import CompactionConfig
 from ._recall import create_recall_tool
 from ._report import CompactionReport
@@ -21,6 +22,7 @@ __all__ = [
     "RecalledMessage",
     "SummaryRecord",
     "SummaryStore",
+    "create_compact_tool",
     "create_compaction_graph",
     "create_recall_tool",
 ]

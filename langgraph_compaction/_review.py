@@ -101,8 +101,9 @@ def parse_answer(value: object) -> ReviewAnswer:
         )
     action = value.get("action")
     if action not in _ACTIONS:
+        given = f"action {action!r}" if "action" in value else "no 'action'"
         raise CompactionConfigError(
-            f"{where} has action {action!r}; give one of accept, edit, reject: {example}"
+            f"{where} has {given}; give one of accept, edit, reject: {example}"
         )
     allowed = ("action", "summary") if action == "edit" else ("action",)
     unknown = [key for key in value if key not in allowed]

@@ -17,6 +17,7 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResp
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
+from ._compact import create_compact_tool
 from ._config import CompactionConfig
 from ._exceptions import CompactionConfigError
 from ._recall import create_recall_tool
@@ -133,6 +134,12 @@ class CompactionMiddleware(AgentMiddleware):
                     self._store, namespace=namespace, limit=recall.limit, name=recall.tool_name
                 )
             )
+        if not isinstance(compact_tool, bool):
+            raise CompactionConfigError(
+                f"compact_tool must be true or false, got {type(compact_tool).__name__}"
+            )
+        if compact_tool:  # the agent asks for compaction itself (DESIGN 6.11)
+            self.tools.append(create_compact_tool(self._store, namespace=namespace))
         self._token_counter = token_counter
         self._namespace = namespace
         self._summarize = summarize

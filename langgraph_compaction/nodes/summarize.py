@@ -46,7 +46,6 @@ from .._effects import (
     drop_review,
     find_review,
     find_summary,
-    latest_summaries,
     perform,
     record_failure,
     release_lease,
@@ -455,13 +454,21 @@ def _draft(pipe: Pipeline, text: str) -> Draft:
     return Draft(text, model_name(models[0]) if models else "unknown")
 
 
+def _all_summaries(thread_id: str, namespace: str) -> StoreCall[list[SummaryRecord]]:
+    return StoreCall(
+        lambda s: s.list_summaries(thread_id, namespace),
+        lambda s: s.alist_summaries(thread_id, namespace),
+    )
+
+
 def _reviewed(
     pipe: Pipeline, measured: Measured, decision: Decision, plan: Partition, draft: Draft
 ) -> Step[Outcome]:
     """Put the draft to a person (``interrupt``), then store it, their text, or nothing."""
     ns, thread_id = pipe.settings.namespace, measured.thread_id
-    newest = yield from perform(latest_summaries(thread_id, ns, 1))
-    version = newest[0].version + 1 if newest else 1
+    # Every version counts, revoked ones too: the store numbers the next one past them all.
+    stored = yield from perform(_all_summaries(thread_id, ns))
+    version = max((record.version for record in stored), default=0) + 1
     answer = ask_review(thread_id, version, draft.text)  # raises GraphInterrupt the first time
     key = _draft_key(pipe, measured, plan)
     if answer.action == "reject":

@@ -5,6 +5,7 @@
   asked to convert an amount, then answers from the tool's result; other requests get a
   direct answer. Replies are a few hundred characters, so compaction triggers within a few
   turns, and their ids derive from the request's id, so a replayed conversation is identical.
+  Asked to "compact the context, focusing on ...", it calls ``compact`` with that focus.
 - ``DigestSummarizer``, the summarizer: it lists the user requests of the transcript it is
   given (after those of the previous summary), so each summary is made of the transcript's
   own words. A real summarizer writes better summaries; the plumbing is the same.
@@ -29,6 +30,7 @@ from langchain_core.tools import BaseTool
 __all__ = ["DigestSummarizer", "TravelDeskModel", "latest_request", "reply_to", "summary_of"]
 
 _WEATHER = re.compile(r"weather in ([A-Z][\w-]*(?: [A-Z][\w-]*)*)")
+_COMPACT = re.compile(r"compact the (?:context|conversation)(?:, focusing on (.+?))?\.?$")
 _CONVERT = re.compile(r"convert (\d+(?:\.\d+)?) ([A-Za-z]{3}) to ([A-Za-z]{3})")
 _USER_LINE = re.compile(r"^(?:user|human): (.+)$", re.MULTILINE)
 _REQUESTS = "Requests so far: "
@@ -69,7 +71,11 @@ def _answer(request: str, request_id: str, result: ToolMessage | None) -> AIMess
 def _tool_call(request: str, request_id: str) -> AIMessage | None:
     """The tool call a request asks for, if any."""
     call_id = f"{request_id}-call"
-    if match := _WEATHER.search(request):
+    if match := _COMPACT.search(request):  # the graph ``steering`` has the ``compact`` tool
+        call = ToolCall(
+            name="compact", args={"focus": match[1] or ""}, id=call_id, type="tool_call"
+        )
+    elif match := _WEATHER.search(request):
         call = ToolCall(name="get_weather", args={"city": match[1]}, id=call_id, type="tool_call")
     elif match := _CONVERT.search(request):
         args = {"amount": float(match[1]), "source": match[2], "target": match[3]}

@@ -13,20 +13,21 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from langchain_core.messages import AnyMessage
 from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.graph import START, StateGraph, add_messages
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from typing_extensions import TypedDict
 
-from langgraph_compaction import CompactionReport, create_compaction_graph
+from langgraph_compaction import CompactionConfig, CompactionReport, create_compaction_graph
 
 from .settings import CONFIG, STORE, agent_model, summarizer
 from .tools import TOOLS
 
-__all__ = ["Input", "State", "graph"]
+__all__ = ["Input", "State", "build_parent", "graph"]
 
 
 class Input(TypedDict):
@@ -42,24 +43,26 @@ class State(Input):
     compaction: Annotated[CompactionReport | None, UntrackedValue]
 
 
-_bound = agent_model.bind_tools(TOOLS)
+def build_parent(config: CompactionConfig, name: str) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The parent graph over ``config``; ``review`` (the graph ``review``) builds it with review."""
+    bound = agent_model.bind_tools(TOOLS)
+
+    async def model(state: State) -> dict[str, list[AnyMessage]]:
+        """Call the agent model on the compacted input (the whole conversation without one)."""
+        reply = await bound.ainvoke(state.get("llm_input_messages") or state["messages"])
+        return {"messages": [reply]}
+
+    builder = StateGraph(State, input_schema=Input)
+    builder.add_node(
+        "compaction", create_compaction_graph(config, model=summarizer, store=STORE, tools=TOOLS)
+    )
+    builder.add_node("model", model)
+    builder.add_node("tools", ToolNode(TOOLS))
+    builder.add_edge(START, "compaction")
+    builder.add_edge("compaction", "model")
+    builder.add_conditional_edges("model", tools_condition)
+    builder.add_edge("tools", "compaction")
+    return builder.compile(name=name)  # no checkpointer: the server provides its own
 
 
-async def model(state: State) -> dict[str, list[AnyMessage]]:
-    """Call the agent model on the compacted input (the whole conversation without one)."""
-    reply = await _bound.ainvoke(state.get("llm_input_messages") or state["messages"])
-    return {"messages": [reply]}
-
-
-_builder = StateGraph(State, input_schema=Input)
-_builder.add_node(
-    "compaction", create_compaction_graph(CONFIG, model=summarizer, store=STORE, tools=TOOLS)
-)
-_builder.add_node("model", model)
-_builder.add_node("tools", ToolNode(TOOLS))
-_builder.add_edge(START, "compaction")
-_builder.add_edge("compaction", "model")
-_builder.add_conditional_edges("model", tools_condition)
-_builder.add_edge("tools", "compaction")
-
-graph = _builder.compile(name="parent")  # no checkpointer: the server provides its own
+graph = build_parent(CONFIG, "parent")
