@@ -21,21 +21,17 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
 from contextlib import suppress
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Literal
 
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from .._call import Decision, DecisionInput, Measured, Outcome, Partition, Reuse
-from .._cap import cap_summary
-from .._chunks import ChunkPlan, plan_chunks, transcript_tokens
-from .._compactor import compactor_name, compactor_reply
+from .._compactor import compactor_name
 from .._config import CompactionConfig
 from .._control import join_instructions
+from .._drafting import Failure, draft_by_compactor, draft_by_models, plan_summary_chunks
 from .._effects import (
     Sleep,
     Step,
@@ -52,15 +48,14 @@ from .._effects import (
     reset_failures,
     save_review,
 )
-from .._exceptions import SummarizerError, SummaryStoreError, ThreadDeletedError
+from .._exceptions import SummaryStoreError, ThreadDeletedError
 from .._flights import FLIGHTS
 from .._messages import make_summary_message, tool_name_of
-from .._model_calls import PromptTooLong, bind_summarizer, distinct_models, model_name, summary_call
+from .._model_calls import distinct_models, model_name
 from .._pipeline import Pipeline, Precompact
-from .._prompts import add_instructions, fill_prompt, render_transcript
-from .._quality import not_a_summary
+from .._prompts import render_transcript
 from .._review import REJECTED, Draft, ask_review, forget_draft, recall_draft, remember_draft
-from .._settings import Compactor, emit
+from .._settings import emit
 from .._summaries import message_key, store_outage
 from ..store import IndexedMessage, Lease, SummaryRecord, SummaryStore, ThreadState
 
@@ -71,7 +66,6 @@ LEASE_WAIT_S = 120.0
 
 _MAX_POLL_S = 0.2
 """Longest pause between two looks at another worker's lease: bounds what waiting adds."""
-_MAX_OVERFLOW_RETRIES = 3
 SummaryKind = Literal["initial", "update", "edited"]
 """The store's kinds of summary (``edited``: a person's text)."""
 _DELETED = "the thread was deleted while its summary was made: the summary was discarded"
@@ -209,14 +203,6 @@ def _emit_failed(pipe: Pipeline, measured: Measured, error: str, **extra: object
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Failure:
-    """Every way of making the summary failed."""
-
-    error: str
-    calls: int = 0
-
-
 def _make(
     pipe: Pipeline, measured: Measured, decision: Decision, plan: Partition, review: bool
 ) -> Step[Outcome | Draft]:
@@ -237,7 +223,7 @@ def _make(
             else (settings.summarizer, settings.fallback_model)
         )
     )
-    chunks = _plan(pipe, evicted, previous, config.max_summary_chunks, instruction)
+    chunks = plan_summary_chunks(pipe, evicted, previous, config.max_summary_chunks, instruction)
     emit(
         {
             "type": "context_compacting",
@@ -249,17 +235,19 @@ def _make(
             "tokens_before": measured.tokens_before,
         }
     )
-    made: Draft | _Failure
+    made: Draft | Failure
     if compactor is not None:
-        made = yield from _by_compactor(pipe, compactor, evicted, previous, instruction)
-        if isinstance(made, _Failure) and models:  # the fallback model, once (DESIGN 6.5)
+        made = yield from draft_by_compactor(pipe, compactor, evicted, previous, instruction)
+        if isinstance(made, Failure) and models:  # the fallback model, once (DESIGN 6.5)
             first = made
-            made = yield from _by_models(pipe, models, chunks, previous, instruction, first.calls)
-            if isinstance(made, _Failure):
-                made = _Failure(f"{first.error}; then {made.error}", made.calls)
+            made = yield from draft_by_models(
+                pipe, models, chunks, previous, instruction, first.calls
+            )
+            if isinstance(made, Failure):
+                made = Failure(f"{first.error}; then {made.error}", made.calls)
     else:
-        made = yield from _by_models(pipe, models, chunks, previous, instruction)
-    if isinstance(made, _Failure):
+        made = yield from draft_by_models(pipe, models, chunks, previous, instruction)
+    if isinstance(made, Failure):
         return (
             yield from _failed(pipe, measured, plan, decision.generation, made.calls, made.error)
         )
@@ -281,93 +269,6 @@ def _make(
         return Outcome("failed", None, calls=made.calls, error=_DELETED)
     remember_draft(_draft_key(pipe, measured, plan), made)
     return made
-
-
-def _by_compactor(
-    pipe: Pipeline,
-    compactor: Compactor,
-    evicted: list[BaseMessage],
-    previous: str | None,
-    instruction: str | None,
-) -> Step[Draft | _Failure]:
-    """One call of the custom compactor with every evicted message, checked and capped."""
-    settings = pipe.settings
-    config = settings.config
-    name = compactor_name(compactor)
-    try:
-        reply = yield from compactor_reply(
-            compactor, evicted, previous, instruction, config.summary_timeout
-        )
-        if config.summary_check == "basic":
-            reason = not_a_summary(reply, f"{previous or ''}\n{render_transcript(evicted)}")
-            if reason is not None:
-                raise SummarizerError(f"the reply of {name} is not a summary ({reason})")
-    except SummarizerError as exc:
-        return _Failure(str(exc), calls=1)
-    text = cap_summary(reply, config.max_summary_tokens, settings.counter)
-    return Draft(text, name, calls=1, summary_cut=len(text) < len(reply))
-
-
-def _by_models(
-    pipe: Pipeline,
-    models: list[BaseChatModel],
-    chunks: ChunkPlan,
-    previous: str | None,
-    instruction: str | None,
-    calls: int = 0,
-) -> Step[Draft | _Failure]:
-    """The summary model's calls, chunk after chunk, each an update of the last.
-
-    ``models`` shrinks as each fails for good: the one left first made the summary.
-    """
-    settings, memory = pipe.settings, pipe.memory
-    config = settings.config
-    text, shortened, over_trim, cut = previous, chunks.shortened, chunks.over_trim, False
-    try:
-        if not models:
-            raise SummarizerError("no summarizer model: pass model= or fallback_model=")
-        bound = [bind_summarizer(m, config) for m in models]
-        queue = list(chunks.chunks)
-        overflows, made = 0, 0
-        while queue:
-            chunk = queue.pop(0)
-            template = config.update_prompt if text is not None else config.summary_prompt
-            transcript = render_transcript(chunk)
-            prompt = add_instructions(fill_prompt(template, transcript, text), instruction)
-            estimate = settings.counter([HumanMessage(content=prompt)])
-            calls, made = calls + 1, made + 1
-            try:
-                reply = yield from summary_call(
-                    models, bound, prompt, estimate, config.summary_timeout
-                )
-            except PromptTooLong as exc:
-                overflows += 1
-                if overflows > _MAX_OVERFLOW_RETRIES:
-                    raise
-                memory.learn_summarizer_overflow(
-                    exc.overflow, exc.estimate, config.max_summary_tokens
-                )
-                rest = [*chunk, *(m for c in queue for m in c)]
-                left = max(config.max_summary_chunks - made + 1, 1)
-                replanned = _plan(pipe, rest, text, left, instruction)
-                queue = list(replanned.chunks)
-                shortened += replanned.shortened
-                over_trim = replanned.over_trim
-                continue
-            reason = (
-                not_a_summary(reply.text, f"{text or ''}\n{transcript}")
-                if config.summary_check == "basic"
-                else None
-            )
-            if reason is not None:
-                raise SummarizerError(f"the reply is not a summary ({reason})")
-            memory.learn_summarizer_usage(reply.estimate, reply.input_tokens)
-            text = cap_summary(reply.text, config.max_summary_tokens, settings.counter)
-            cut = cut or len(text) < len(reply.text)
-    except SummarizerError as exc:
-        return _Failure(str(exc), calls)
-    assert text is not None
-    return Draft(text, model_name(models[0]), calls, shortened, over_trim, cut)
 
 
 def _kind(plan: Partition) -> SummaryKind:
@@ -501,30 +402,6 @@ def _recalled(measured: Measured, plan: Partition) -> tuple[IndexedMessage, ...]
         )
         for index in plan.evicted
     )
-
-
-def _plan(
-    pipe: Pipeline,
-    messages: Sequence[BaseMessage],
-    previous: str | None,
-    max_chunks: int,
-    instruction: str | None = None,
-) -> ChunkPlan:
-    """Chunks within the configured trim and what the summarizer's window is known to take,
-    each message sized by its transcript: what the summarizer reads, not what the model paid."""
-    settings = pipe.settings
-    config = settings.config
-    overhead = settings.counter([HumanMessage(content=config.update_prompt)])
-    if previous:
-        overhead += settings.counter([HumanMessage(content=previous)])
-    if instruction:
-        overhead += settings.counter([HumanMessage(content=add_instructions("", instruction))])
-    trim = pipe.memory.transcript_capacity(
-        config.trim_tokens_to_summarize, overhead, config.max_summary_tokens
-    )
-    # Without a trim one call takes everything: there is nothing to size.
-    tokens = transcript_tokens(messages, settings.counter) if trim is not None else []
-    return plan_chunks(messages, tokens, trim, max_chunks, settings.counter)
 
 
 def _failed(
