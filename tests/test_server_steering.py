@@ -100,8 +100,8 @@ async def stream_run(
         elif kind == "custom":
             run.events.append(data)
         elif kind in ("values", "updates") and isinstance(data, dict):
-            if not namespace and "__interrupt__" in data:
-                run.interrupts.extend(data["__interrupt__"])
+            if not namespace and "__interrupt__" in data:  # in both modes: keep each once
+                run.interrupts.extend(i for i in data["__interrupt__"] if i not in run.interrupts)
             elif kind == "values" and namespace and data.get("compaction"):
                 run.reports[namespace] = data["compaction"]
     assert not run.errors, f"{graph}: the run failed: {run.errors}"
