@@ -1,12 +1,14 @@
 """``python -m langgraph_compaction.store``: what a summary store holds, at a glance.
 
-``inspect`` without ``--thread``: one line per thread (its newest summary, failures and
-calibration); with ``--thread``: every stored version of that thread, with its lineage (an
-unknown thread is an error, exit status 1);
+``inspect`` without ``--thread``: one line per thread (its newest summary, failures,
+calibration, pinned messages and a pending compaction request); with ``--thread``: every
+stored version of that thread, with its lineage, edits and revocations (an unknown thread is
+an error, exit status 1);
 ``--full`` prints whole summaries (see ``_render``, which fits it all in 100 columns).
 ``--json`` prints the same data for scripts. ``inspect`` and ``check`` (the consistency check,
 exit status 1 when it finds a problem) only read: they never create tables or switch a SQLite
-file to WAL. ``migrate`` creates or upgrades the tables, as opening a store would. Every
+file to WAL. ``migrate`` creates or upgrades the tables, as opening a store would. ``edit``
+and ``revoke`` (``_edit_cli``) change a thread's summaries in a store that exists. Every
 command exits with status 1 and a one-line message when it cannot reach a store.
 """
 
@@ -25,6 +27,11 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from langgraph_compaction._exceptions import SummaryStoreError
 from langgraph_compaction.store._check import find_problems
+from langgraph_compaction.store._edit_cli import (
+    EDIT_COMMANDS,
+    add_edit_commands,
+    run_edit_command,
+)
 from langgraph_compaction.store._engine import (
     build_sync_engine,
     derive_urls,
@@ -35,7 +42,7 @@ from langgraph_compaction.store._engine import (
 from langgraph_compaction.store._migrate import SCHEMA_VERSION, stored_schema_version
 from langgraph_compaction.store._render import WIDTH, render_text, wrap
 from langgraph_compaction.store._store import SummaryStore
-from langgraph_compaction.store._tables import summaries, threads
+from langgraph_compaction.store._tables import pins, summaries, threads
 
 __all__ = ["check_store", "load_report", "main", "migrate_store"]
 
@@ -59,8 +66,7 @@ def load_report(
         with engine.connect() as conn:
             _require_tables(conn, where)
             # Only the columns this database has: a store of an older release still reads.
-            present = {c["name"] for c in inspect(conn).get_columns(summaries.name)}
-            columns = [c for c in summaries.columns if c.name in present]
+            columns = _present_columns(conn, summaries)
             report: dict[str, Any] = {
                 "url": where,
                 "schema_version": stored_schema_version(conn),
@@ -96,6 +102,20 @@ def _require_tables(conn: Connection, where: str) -> None:
         )
 
 
+def _present_columns(conn: Connection, table: Any) -> list[Column[Any]]:
+    present = {c["name"] for c in inspect(conn).get_columns(table.name)}
+    return [c for c in table.columns if c.name in present]
+
+
+def _pin_counts(conn: Connection, thread: str | None, ns: str | None) -> dict[Any, int]:
+    """Pinned messages per (thread, namespace); none before schema 5."""
+    if not inspect(conn).has_table(pins.name):
+        return {}
+    p = pins.c
+    stmt = select(p.thread_id, p.namespace, func.count()).group_by(p.thread_id, p.namespace)
+    return {(t, n): count for t, n, count in conn.execute(_filtered(stmt, pins, thread, ns))}
+
+
 def _filtered(stmt: Select[Any], table: Any, thread: str | None, ns: str | None) -> Select[Any]:
     if thread is not None:
         stmt = stmt.where(table.c.thread_id == thread)
@@ -123,9 +143,13 @@ def _threads(
             **_summary_fields(row, columns, full),
             "versions": row["versions"],
         }
-    for row in conn.execute(_filtered(select(threads), threads, thread, ns)).mappings():
+    state = select(*_present_columns(conn, threads))
+    for row in conn.execute(_filtered(state, threads, thread, ns)).mappings():
         entry = found.setdefault((row["thread_id"], row["namespace"]), {"versions": 0})
         entry.update({k: _plain(v) for k, v in row.items()})
+    for key, count in _pin_counts(conn, thread, ns).items():
+        found.setdefault(key, {"versions": 0, "thread_id": key[0], "namespace": key[1]})
+        found[key]["pinned"] = count
     newest_first = sorted(found.values(), key=lambda e: e.get("created_at") or "", reverse=True)
     return newest_first
 
@@ -221,8 +245,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     check.add_argument("--json", action="store_true", help="print the problems as JSON")
     migrate = commands.add_parser("migrate", help="create or upgrade the store's tables")
     migrate.add_argument("--url", required=True)
+    add_edit_commands(commands)
     args = parser.parse_args(argv)
     try:
+        if args.command in EDIT_COMMANDS:
+            _require_store(args.url)  # never create a database to edit it
+            return run_edit_command(args)
         if args.command == "check":
             return _print_check(check_store(args.url), args.url, as_json=args.json)
         if args.command == "migrate":
@@ -243,6 +271,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     print(json.dumps(report, indent=2) if args.json else render_text(report, full=args.full))
     return 0
+
+
+def _require_store(url: str) -> None:
+    """Raise SummaryStoreError unless ``url`` holds a summary store (read only)."""
+    engine = _reading_engine(url)
+    try:
+        with engine.connect() as conn:
+            _require_tables(conn, mask_url(url))
+    except SQLAlchemyError as exc:
+        raise SummaryStoreError(describe_error(exc, mask_url(url))) from exc
+    finally:
+        engine.dispose()
 
 
 def _no_thread(thread: str, namespace: str | None, url: str) -> str:

@@ -1,9 +1,11 @@
 """``inspect``'s report as text for people, no line wider than a 100-column terminal.
 
 Without ``--thread``: one table row per thread (long ids cut in the middle, ``--json`` has
-them whole), then a line per thread with failures or calibration. With ``--thread``: a block
-per stored version, its figures on two lines and a preview of its text, or, with ``--full``,
-the whole text. Without ``--thread``, ``--full`` prints each thread's newest summary whole.
+them whole; a revoked newest version says so), then a line per thread with failures,
+calibration, pinned messages or a pending compaction request. With ``--thread``: a block per
+stored version (its kind, ``edited`` for a person's text, and ``REVOKED`` when withdrawn),
+its figures on two lines and a preview of its text, or, with ``--full``, the whole text.
+Without ``--thread``, ``--full`` prints each thread's newest summary whole.
 """
 
 from __future__ import annotations
@@ -134,7 +136,7 @@ def _thread_cells(e: dict[str, Any]) -> list[str]:
         _thread_name(e),
         e["namespace"],
         str(e["versions"]),
-        f"v{e['version']}" if summarized else "-",
+        (f"v{e['version']}" + (" revoked" if e.get("revoked_at") else "")) if summarized else "-",
         _num(e.get("summary_tokens")),
         _stamp(e.get("created_at"), seconds=False),
         _num(e.get("consecutive_failures", 0)),
@@ -144,6 +146,12 @@ def _thread_cells(e: dict[str, Any]) -> list[str]:
 def _thread_notes(e: dict[str, Any]) -> list[str]:
     """Calibration and the last failure of a thread, when it has them, wrapped."""
     parts = []
+    if e.get("pinned"):
+        parts.append(f"{e['pinned']} pinned message(s)")
+    if e.get("requested_at"):
+        asked = f"compaction requested at {_stamp(e['requested_at'])} UTC"
+        instruction = e.get("request_instruction")
+        parts.append(asked + (f" ({' '.join(instruction.split())})" if instruction else ""))
     if e.get("calibration") is not None:
         parts.append(f"calibration {_num(e['calibration'])}")
     if e.get("last_error"):
@@ -167,6 +175,8 @@ def _version_block(v: dict[str, Any], full: bool) -> list[str]:
         f"messages  {_num(v['summary_tokens'])} tokens from {_num(v['source_tokens'])}{ratio}"
     )
     second = f"created {_stamp(v['created_at'])} UTC  model {v.get('model') or '-'}"
+    if v.get("revoked_at"):
+        second += f"  REVOKED {_stamp(v['revoked_at'])} UTC"
     lines = [*wrap(first), *wrap(second, indent=_INDENT)]
     if full:
         return lines + wrap(v["summary"], indent=_INDENT)

@@ -3,8 +3,9 @@
 ``compaction_summaries`` gains ``revoked_at`` and a third kind, ``edited`` (a person's text
 as a new version of the same prefix); its unique prefix index becomes partial, over the rows
 that are neither edited nor revoked, so an edit or a new summary of a revoked prefix can be
-stored, and a plain index on the same columns serves ``find_summary``. ``compaction_threads`` gains the control version (``controls``) and the pending
-compaction request (``requested_at``, ``request_instruction``). ``compaction_pins`` and
+stored, and a plain index on the same columns serves ``find_summary``.
+``compaction_threads`` gains the control version (``controls``) and the pending compaction
+request (``requested_at``, ``request_instruction``). ``compaction_pins`` and
 ``compaction_reviews`` are new and start empty. Every row already stored stays as it was.
 
 SQLite cannot alter a CHECK constraint: batch mode copies the table into a new one. The
