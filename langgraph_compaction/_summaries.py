@@ -41,9 +41,19 @@ def message_key(messages: Sequence[BaseMessage], index: int) -> str:
 def find_matching_summaries(
     summaries: Sequence[SummaryRecord], messages: Sequence[BaseMessage], scan: HistoryScan
 ) -> list[SummaryRecord]:
-    """The summaries (in the given order) whose prefix is still exactly the head of this history."""
-    matching = []
+    """The summaries (in the given order) whose prefix is still exactly the head of this history.
+
+    Of several rows of one prefix only the newest version counts: a person's edit
+    (``edit_summary``) supersedes the row it edits.
+    """
+    matching: list[SummaryRecord] = []
+    newest: dict[str, SummaryRecord] = {}
     for record in summaries:
+        seen = newest.get(record.prefix_hash)
+        if seen is not None:
+            if record.version > seen.version:  # given oldest first: the newer one replaces it
+                matching[matching.index(seen)] = newest[record.prefix_hash] = record
+            continue
         covered = record.covered_messages
         if covered > len(messages) or covered <= 0:
             continue
@@ -51,6 +61,7 @@ def find_matching_summaries(
             continue
         if scan.matches(covered, record.prefix_hash):
             matching.append(record)
+            newest[record.prefix_hash] = record
     return matching
 
 

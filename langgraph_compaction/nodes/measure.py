@@ -29,7 +29,7 @@ from .._pipeline import Pipeline, Precompact
 from .._report import CompactionReport, ContextGauge
 from .._settings import Settings, emit, thread_id_of
 from .._state import CompactionInput
-from .._steering import FORCED
+from .._steering import FORCED, steering
 from .._summaries import compressed_triggers, still_serves
 from .._thresholds import find_keep_start, fired_triggers
 from .._tokens import HistoryScan, calibrated
@@ -118,7 +118,9 @@ def measure_step(
         measured = measure(pipe, messages, config)
         report = passthrough_report(settings, measured.tokens_before)
         return Command(goto=END, update={"llm_input_messages": messages, "compaction": report})
-    measured = measure(pipe, messages, config, control)
+    key = (settings.namespace, thread_id_of(config))
+    control, pins = yield from steering(pipe, key, control)
+    measured = measure(pipe, messages, config, control, pins)
     for event in pipe.jobs.take_events(measured.key):
         emit(event)
     if not measured.fired:
