@@ -253,3 +253,59 @@ async def test_a_reused_summary_gives_the_same_bytes(
     assert [m.model_dump_json() for m in again] == [m.model_dump_json() for m in first]
     assert (reused.pinned_count, reused.unpinned_over_budget) == (2, 0)
     assert summarizer.call_count == 1
+
+
+async def pin(store: SummaryStore, is_async: bool, ids: list[str], *, unpin: bool = False) -> None:
+    """Pin or unpin through the store's sync methods (off the loop) or their async twins."""
+    if is_async:
+        await (store.aunpin_messages if unpin else store.apin_messages)("t", ids)
+    else:
+        await asyncio.to_thread(store.unpin_messages if unpin else store.pin_messages, "t", ids)
+
+
+async def test_pins_by_id_in_the_store_then_unpinned_are_folded_in(
+    summary_store: SummaryStore, summarizer: RecordingSummarizer, is_async: bool
+) -> None:
+    text = REQUIREMENTS["chinese"]
+    requirement = HumanMessage(text, id="需求-1")  # a non-ASCII id, as the store keeps it
+    agent = Agent(summary_store, summarizer, SMALL, is_async=is_async)
+    await agent.send(SystemMessage("You plan trips.", id="sys"), question(0), requirement)
+    await pin(summary_store, is_async, ["需求-1"])
+    first = None
+    for turn in range(1, 12):
+        output, report = await agent.send(question(turn))
+        if report.summary_id is not None:
+            first = first or report.summary_id
+            assert after_summary(output)[0] == requirement
+            assert report.pinned_count == 1
+    assert first is not None
+    assert not seen_by_summarizer(summarizer, text)
+
+    await pin(summary_store, is_async, ["需求-1"], unpin=True)
+    for turn in range(12, 30):
+        output, report = await agent.send(question(turn))
+        if report.summary_id not in (None, first) and report.action == "summarized":
+            break
+    assert report.action == "summarized", "a new summary after the unpin"
+    assert "需求-1" not in [m.id for m in output]
+    assert report.pinned_count == 0
+    assert text in summarizer.calls[-1].transcript, "folded into the next summary"
+
+
+async def test_a_result_pinned_in_the_store_after_pruning_is_sent_whole_again(
+    summary_store: SummaryStore, summarizer: RecordingSummarizer, is_async: bool
+) -> None:
+    turns = [read_turn(f"t{n}", 6000) for n in range(6)]
+    agent = Agent(summary_store, summarizer, PRUNING, is_async=is_async)
+    await agent.send(SystemMessage("You are a coding agent.", id="sys"), question(0, 40))
+    for turn in turns:
+        output, _ = await agent.send(*turn)
+    sent = {m.id: m for m in output}
+    assert sent["t1-r"] != turns[1][1], "pruned before the pin"
+    await pin(summary_store, is_async, ["t1-r"])
+    output, _ = await agent.send(question(1, 40))
+    sent = {m.id: m for m in output}
+    assert sent["t1-r"] == turns[1][1]
+    assert sent["t2-r"] != turns[2][1], "the others stay pruned"
+    again, _ = await agent.send(question(2, 40))
+    assert again[: len(output)] == output, "the same bytes on the next call"
