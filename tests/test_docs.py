@@ -41,6 +41,7 @@ from langgraph_compaction._config_models import (
     PruningConfig,
     RecallConfig,
     SoftTrimConfig,
+    UserKeepSize,
     spellings,
 )
 
@@ -245,6 +246,7 @@ def test_every_settings_model_has_a_section() -> None:
         RecallConfig,
         SoftTrimConfig,
         HardClearConfig,
+        UserKeepSize,
     ]
     assert sorted(models, key=str) == sorted(expected, key=str)
     reference = render_reference()
