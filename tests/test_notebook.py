@@ -86,6 +86,8 @@ def test_demo_notebook_runs_clean_and_draws_its_plot(
     assert_plot_title_counts_model_calls(notebook)
     assert_table_columns_line_up(text)
     assert_legend_marks_failed_compactions_apart(text)
+    # The steering section: the pinned requirement kept, the edited summary used by a new process.
+    assert "action: reused, summary v3, pinned: 1" in text
 
 
 def assert_plot_title_counts_model_calls(notebook: Any) -> None:
