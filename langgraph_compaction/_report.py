@@ -60,7 +60,8 @@ class CompactionReport:
     reference in the model input. It applies at any context size: a call under every trigger
     that replaced some reports ``pruned``."""
     rescued_count: int = 0
-    """Messages before the summary boundary kept verbatim (latest user request, skill files)."""
+    """Messages before the summary boundary kept verbatim: the latest user request, skill
+    files, pinned units and user turns kept by ``keep_user_messages``."""
     shortened_count: int = 0
     """Messages shortened (head and tail kept): to fit the summary calls allowed, or tool
     results of the newest unit in the model input when it alone exceeded the budget."""

@@ -525,7 +525,7 @@ def test_pruning_counts_old_media_as_their_copies(store: SummaryStore) -> None:
 # --------------------------------------------------------------------------- ways in
 async def test_async_path_gives_the_same_input(store: SummaryStore) -> None:
     history = turns(MEDIA["anthropic-image"], 4)
-    sync_input, _ = run(graph(store, 1), history)
+    sync_input, _ = await asyncio.to_thread(run, graph(store, 1), history)  # off the loop
     out = await graph(store, 1).ainvoke({"messages": history}, RUN)
     assert dumped(out["llm_input_messages"]) == dumped(sync_input)
     assert out["compaction"].media_replaced == 3

@@ -17,6 +17,8 @@ from langgraph_compaction.store._records import CompactionRequest, ThreadControl
 
 __all__ = ["ControlMethods"]
 
+_UNSTEERED = ThreadControls(0, False)
+
 
 class ControlMethods:
     """``request_compaction``, ``take_compaction_request``, ``thread_controls``, the pins,
@@ -58,12 +60,18 @@ class ControlMethods:
         """The thread's control version and whether a request is pending, in one statement.
 
         ``ThreadControls(0, False)`` for a thread never steered nor deleted. The version
-        changes with every request, pin, unpin, edit, revoke and deletion of the thread.
+        changes with every request, pin, unpin, edit, revoke and deletion of the thread. It
+        runs before every model call, also those that pass through: on a SQLite file that does
+        not exist yet it creates nothing (nobody can have steered a thread there).
         """
+        if self._db.not_created():
+            return _UNSTEERED
         return self._db.run(lambda c: _controls.thread_controls(c, thread_id, namespace))
 
     async def athread_controls(self, thread_id: str, namespace: str) -> ThreadControls:
         """Async :meth:`thread_controls`."""
+        if self._db.not_created():
+            return _UNSTEERED
         return await self._db.arun(lambda c: _controls.thread_controls(c, thread_id, namespace))
 
     def pin_messages(

@@ -121,6 +121,13 @@ class Database:
         except Exception as exc:  # SQLAlchemy's, a driver's, the file system's
             raise SummaryStoreError(describe_error(exc, self.where, self.busy_timeout)) from exc
 
+    def not_created(self) -> bool:
+        """Whether this is a SQLite file that no engine opened and that does not exist: a read
+        would create it, only to find nothing (one stat, allowed on an event loop)."""
+        if self._file is None or self._engine is not None or self._aengine is not None:
+            return False
+        return file_id(self._file) is None
+
     # -- sync ----------------------------------------------------------------------------------
 
     def sync_engine(self) -> Engine:
