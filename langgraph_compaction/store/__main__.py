@@ -1,7 +1,8 @@
-"""Run the store CLI: ``python -m langgraph_compaction.store inspect|check|migrate --url URL``.
+"""Run the store CLI: ``python -m langgraph_compaction.store inspect|check|migrate|edit|revoke``.
 
 ``inspect`` options: ``--thread T``, ``--namespace N``, ``--full`` (whole summaries), ``--json``;
-see ``--help``. Every text view fits a 100-column terminal.
+``edit`` and ``revoke`` take ``--thread T`` (see ``_edit_cli``); see ``--help``. Every text
+view fits a 100-column terminal.
 """
 
 from langgraph_compaction.store._inspect import main

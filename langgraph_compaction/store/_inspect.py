@@ -227,7 +227,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     parser = argparse.ArgumentParser(
         prog="python -m langgraph_compaction.store",
-        description="Look inside a langgraph-compaction summary store, check or migrate it.",
+        description=(
+            "Look inside a langgraph-compaction summary store, check or migrate it, "
+            "edit or revoke a thread's summary."
+        ),
     )
     commands = parser.add_subparsers(dest="command", required=True)
     cmd = commands.add_parser("inspect", help="print threads, versions, failures, calibration")

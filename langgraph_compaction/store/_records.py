@@ -101,8 +101,10 @@ class ThreadControls:
     """What people and agents changed about a thread, read in one cheap lookup per call."""
 
     version: int
-    """Goes up with every request, pin, unpin, edit and revoke: a changed value tells a
-    process that what it holds of the thread may be stale."""
+    """Goes up with every request, pin, unpin, edit, revoke and deletion: a changed value
+    tells a process that what it holds of the thread may be stale. 0 for a thread never
+    steered nor deleted; the deletion generation is carried above bit 32, so a version
+    seen before a deletion never comes back after it."""
     requested: bool
     """A compaction request is pending (``request_compaction``)."""
 
