@@ -8,6 +8,11 @@ edited or revoked), and only when a request is pending does it consume it (exact
 across processes: the store takes it in one statement). The request forces the call, with its
 instruction.
 
+A summary made on request (a forced call) is made while the conversation is under every
+trigger, where a call would otherwise pass the whole conversation through: so a process keeps
+serving the summary it holds there, and a process that sees a steered thread for the first
+time (or after a change) looks its summaries up once, so that every worker sends the same.
+
 The store failing here never fails the call: it goes on with what this process last saw, and
 the reads pause for a few seconds so that an outage does not cost every passing call a
 connection attempt.
@@ -18,12 +23,22 @@ from __future__ import annotations
 import logging
 import time
 
+from ._call import Measured
 from ._control import RunControl
-from ._effects import Step, perform, pinned_messages, take_compaction_request, thread_controls
+from ._effects import (
+    Step,
+    latest_summaries,
+    perform,
+    pinned_messages,
+    take_compaction_request,
+    thread_controls,
+)
 from ._exceptions import SummaryStoreError
 from ._pipeline import Pipeline
+from ._summaries import find_matching_summaries, summary_fits
+from .store import SummaryRecord
 
-__all__ = ["CONTROL_PAUSE_S", "FORCED", "steering"]
+__all__ = ["CONTROL_PAUSE_S", "FORCED", "steering", "stored_summary"]
 
 FORCED = "force"
 """The trigger label of a call compacted because it was asked to (``triggers_fired``)."""
@@ -36,22 +51,26 @@ logger = logging.getLogger("langgraph_compaction")
 
 def steering(
     pipe: Pipeline, key: tuple[str, str], control: RunControl
-) -> Step[tuple[RunControl, frozenset[str]]]:
-    """The call's control with a pending store request merged in, and the thread's pins."""
+) -> Step[tuple[RunControl, frozenset[str], bool]]:
+    """The call's control with a pending store request merged in, the thread's pins, and
+    whether the thread was steered since this process last looked (then its summaries are
+    worth a look even under the triggers: see :func:`stored_summary`)."""
     namespace, thread_id = key
     memory = pipe.memory
     known = memory.controls(key)
     pins = known[1] if known is not None else frozenset()
     now = time.monotonic()
+    fresh = False
     if not thread_id or memory.controls_paused(now):
-        return control, pins
+        return control, pins, fresh
     try:
         current = yield from perform(thread_controls(thread_id, namespace))
         if known is None or current.version != known[0]:
             memory.forget_held(key)  # edited or revoked since: look in the store again
             pins = frozenset()
-            if current.version:  # version 0: nothing was ever pinned
+            if current.version:  # version 0: never steered, nothing was ever pinned
                 pins = yield from perform(pinned_messages(thread_id, namespace))
+                fresh = True
             memory.note_controls(key, current.version, pins)
         if current.requested:
             request = yield from perform(take_compaction_request(thread_id, namespace))
@@ -60,4 +79,20 @@ def steering(
     except SummaryStoreError as exc:
         memory.pause_controls(now, CONTROL_PAUSE_S)
         logger.debug("could not read the thread's controls: %s", exc)
-    return control, pins
+    return control, pins, fresh
+
+
+def stored_summary(pipe: Pipeline, measured: Measured) -> Step[SummaryRecord | None]:
+    """The newest stored summary that matches and fits this call, now held; None when there
+    is none or the store fails (the call then passes through, as it would have)."""
+    ns, thread_id = pipe.settings.namespace, measured.thread_id
+    try:
+        summaries = yield from perform(latest_summaries(thread_id, ns, 8))
+    except SummaryStoreError as exc:
+        logger.debug("could not read the thread's summaries: %s", exc)
+        return None
+    matching = find_matching_summaries(summaries, measured.messages, measured.scan)
+    record = next((r for r in matching if summary_fits(pipe, measured, r)), None)
+    if record is not None:
+        pipe.memory.hold(measured.key, record, measured.epoch)
+    return record

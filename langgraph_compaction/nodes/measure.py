@@ -29,8 +29,8 @@ from .._pipeline import Pipeline, Precompact
 from .._report import CompactionReport, ContextGauge
 from .._settings import Settings, emit, thread_id_of
 from .._state import CompactionInput
-from .._steering import FORCED, steering
-from .._summaries import compressed_triggers, still_serves
+from .._steering import FORCED, steering, stored_summary
+from .._summaries import compressed_triggers, held_summary, still_serves
 from .._thresholds import find_keep_start, fired_triggers
 from .._tokens import HistoryScan, calibrated
 
@@ -119,13 +119,21 @@ def measure_step(
         report = passthrough_report(settings, measured.tokens_before)
         return Command(goto=END, update={"llm_input_messages": messages, "compaction": report})
     key = (settings.namespace, thread_id_of(config))
-    control, pins = yield from steering(pipe, key, control)
+    control, pins, fresh = yield from steering(pipe, key, control)
     measured = measure(pipe, messages, config, control, pins)
     for event in pipe.jobs.take_events(measured.key):
         emit(event)
     if not measured.fired:
-        if measured.near:  # passes through, but prepares the next summary meanwhile
-            yield precompact(pipe, measured, None)
+        # A summary made on request keeps serving while the conversation is under the
+        # triggers: what was compacted stays compacted (an automatic one is never held there).
+        held = held_summary(pipe, measured)
+        if held is None and fresh:
+            held = yield from stored_summary(pipe, measured)
+        if measured.near:  # prepares the next summary meanwhile
+            yield precompact(pipe, measured, held)
+        if held is not None:
+            outcome = Outcome("reused", held)
+            return Command(goto="assemble", update={"measured": measured, "outcome": outcome})
         sent: Sequence[BaseMessage] = messages
         report = passthrough_report(settings, measured.tokens_before)
         shrunk = old_media_input(pipe, measured)
