@@ -228,3 +228,28 @@ async def test_a_revoked_summary_is_never_sent_again(
     assert [r.revoked_at is not None for r in rows] == [True, False]
     assert rows[-1].parent_id is None  # no version before the revoked one: a first summary
     assert "turn 0" in agent.summarizer.calls[-1].transcript  # made from the originals
+
+
+async def test_a_forced_summary_serves_every_worker_under_the_trigger(
+    stores: list[SummaryStore], is_async: bool
+) -> None:
+    store, other_store = stores
+    thread = f"forced-{uuid4().hex[:8]}"
+    agent = Agent(store, QUIET, thread)
+    await agent.say(_turns(0, 6), is_async)
+    forced: RunnableConfig = {"configurable": {"thread_id": thread, "compaction": {"force": True}}}
+    state: dict[str, Any] = {"messages": _turns(6, 1)}
+    if is_async:
+        await agent.graph.ainvoke(state, forced)
+    else:
+        await asyncio.to_thread(agent.graph.invoke, state, forced)
+    assert agent.reports[-1].action == "summarized"
+    summary = agent.seen[-1][0]
+
+    # A worker that never held it (its own memory) sends the same input under the trigger.
+    other = Agent(other_store, QUIET, thread)
+    history = (await agent.graph.aget_state(agent.config)).values["messages"]
+    report = await other.say([*history, *_turns(7, 1)], is_async)
+    assert report.action == "reused" and report.triggers_fired == ()
+    assert other.seen[-1][0] == summary
+    assert other.summarizer.call_count == 0

@@ -307,6 +307,7 @@ def _store(
                 rescued_message_ids=tuple(message_key(measured.messages, i) for i in plan.rescued),
                 generation=generation,
                 recall_messages=_recalled(measured, plan) if config.recall.enabled else (),
+                steered=measured.control.force,
             )
         )
     except ThreadDeletedError:

@@ -13,7 +13,7 @@ from types import TracebackType
 
 from sqlalchemy import Connection
 
-from langgraph_compaction.store import _search, _tables, _threads
+from langgraph_compaction.store import _controls, _search, _tables, _threads
 from langgraph_compaction.store._check import find_problems
 from langgraph_compaction.store._controlling import ControlMethods
 from langgraph_compaction.store._database import Database
@@ -208,6 +208,7 @@ class SummaryStore(LeaseMethods, RecallMethods, ControlMethods, EditMethods):
         rescued_message_ids: Sequence[str],
         generation: int | None = None,
         recall_messages: Sequence[IndexedMessage] = (),
+        steered: bool = False,
     ) -> SummaryRecord:
         """Store a summary as the thread's next version, in one transaction.
 
@@ -217,6 +218,9 @@ class SummaryStore(LeaseMethods, RecallMethods, ControlMethods, EditMethods):
         ``generation`` (from :meth:`thread_state`), a thread deleted since then gets nothing
         written. ``recall_messages`` (total recall: the messages this summary newly covers)
         are indexed in the same transaction, each message once, for :meth:`search_messages`.
+        ``steered``: the summary was asked for (a forced call, a request) and made under the
+        triggers, where calls do not otherwise look in the store; storing it bumps the
+        thread's control version, so that every process serving the thread looks it up.
 
         Returns:
             The stored row, with its id, version and created_at.
@@ -240,7 +244,7 @@ class SummaryStore(LeaseMethods, RecallMethods, ControlMethods, EditMethods):
             model=model,
             rescued_message_ids=message_ids(rescued_message_ids),
         )
-        op = self._insert(new, generation, recall_messages)
+        op = self._insert(new, generation, recall_messages, steered)
         return self._db.run(op, write=True, attempts=_ADD_ATTEMPTS)
 
     async def aadd_summary(
@@ -260,6 +264,7 @@ class SummaryStore(LeaseMethods, RecallMethods, ControlMethods, EditMethods):
         rescued_message_ids: Sequence[str],
         generation: int | None = None,
         recall_messages: Sequence[IndexedMessage] = (),
+        steered: bool = False,
     ) -> SummaryRecord:
         """Async :meth:`add_summary`."""
         new = NewSummary(
@@ -276,22 +281,29 @@ class SummaryStore(LeaseMethods, RecallMethods, ControlMethods, EditMethods):
             model=model,
             rescued_message_ids=message_ids(rescued_message_ids),
         )
-        op = self._insert(new, generation, recall_messages)
+        op = self._insert(new, generation, recall_messages, steered)
         return await self._db.arun(op, write=True, attempts=_ADD_ATTEMPTS)
 
     def _insert(
-        self, new: NewSummary, generation: int | None, recall: Sequence[IndexedMessage]
+        self,
+        new: NewSummary,
+        generation: int | None,
+        recall: Sequence[IndexedMessage],
+        steered: bool,
     ) -> Callable[[Connection], SummaryRecord]:
         batch = indexed_messages(recall)
 
-        def index(conn: Connection) -> None:
-            _search.index_messages(conn, new.thread_id, new.namespace, batch)
+        def on_insert(conn: Connection) -> None:
+            if batch:  # recall on
+                _search.index_messages(conn, new.thread_id, new.namespace, batch)
+            if steered:
+                _controls.bump_controls(conn, new.thread_id, new.namespace)
 
         def insert(conn: Connection) -> SummaryRecord:
             _threads.check_generation(conn, new.thread_id, new.namespace, generation)
-            if not batch:  # recall off
+            if not batch and not steered:
                 return _tables.insert_summary(conn, new, self._retention)
-            return _tables.insert_summary(conn, new, self._retention, index)
+            return _tables.insert_summary(conn, new, self._retention, on_insert)
 
         return insert
 
