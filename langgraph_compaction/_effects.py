@@ -288,9 +288,7 @@ def thread_controls(thread_id: str, namespace: str) -> StoreCall[ThreadControls]
     )
 
 
-def take_compaction_request(
-    thread_id: str, namespace: str
-) -> StoreCall[CompactionRequest | None]:
+def take_compaction_request(thread_id: str, namespace: str) -> StoreCall[CompactionRequest | None]:
     """``SummaryStore.take_compaction_request``: consume the thread's pending request."""
     return StoreCall(
         lambda s: s.take_compaction_request(thread_id, namespace),

@@ -27,9 +27,7 @@ from .store import SummaryStore, storable
 
 __all__ = ["Compactor", "Settings", "emit", "resolve_model", "resolve_store", "thread_id_of"]
 
-Compactor: TypeAlias = Callable[
-    [list[BaseMessage], str | None, str | None], "str | Awaitable[str]"
-]
+Compactor: TypeAlias = Callable[[list[BaseMessage], str | None, str | None], "str | Awaitable[str]"]
 """A custom compactor: ``fn(messages, previous, instruction) -> str`` (or a coroutine
 function), used instead of the summary model (``summarize=``)."""
 
