@@ -60,6 +60,8 @@ class Measured:
     """What the caller asked of this call (``configurable.compaction``, a store request)."""
     pins: frozenset[str] = frozenset()
     """Ids of the thread's messages pinned in the store (``SummaryStore.pin_messages``)."""
+    started_ns: int = 0
+    """``time.time_ns()`` when measure began: the start of the call's trace span."""
 
 
 @dataclass(frozen=True, slots=True)

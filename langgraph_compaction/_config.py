@@ -152,6 +152,9 @@ class CompactionConfig(ConfigModel):
     keep_user_messages: UserKeepSize | None = None
     """``{type: tokens, value: N}``: evicted user messages stay verbatim after the summary,
     newest first within N tokens, in their order (Codex's rule). Null: off."""
+    cache_breakpoint: bool = False
+    """True: the summary message's content carries ``cache_control: {"type": "ephemeral"}``
+    (Anthropic prompt caching), so a reused summary is read from the provider's cache."""
     review: bool = False
     """True: a new summary is put to a person (LangGraph ``interrupt()``) before its first
     use; needs a checkpointer on the parent graph."""

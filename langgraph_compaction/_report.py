@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["CompactionAction", "CompactionReport", "ContextGauge"]
+__all__ = ["CompactionAction", "CompactionReport", "ContextGauge", "SummaryUsage"]
 
 CompactionAction = Literal["passthrough", "reused", "summarized", "pruned", "failed"]
 
@@ -27,6 +27,19 @@ class ContextGauge:
     def usage(self) -> float | None:
         """Share of the budget this input uses, when a budget is known."""
         return self.input_tokens / self.budget if self.budget else None
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryUsage:
+    """What the summary calls of one summary cost, as the summarizer reported it.
+
+    A field is None when no call reported it: never 0 for "not reported".
+    """
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    """Input tokens the provider served from its prompt cache (part of ``input_tokens``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +96,9 @@ class CompactionReport:
     summary_cut: bool = False
     """A summary reply of this call was over ``max_summary_tokens`` by more than 10% and was
     cut to it, at a line or sentence end, before it was stored."""
+    summary_usage: SummaryUsage | None = None
+    """What this call's summary calls cost (summed over chunks and models), as the summarizer
+    reported it; None when no summary call ran (a reuse, a pass-through)."""
     pinned_count: int = 0
     """Pinned messages (``additional_kwargs["pinned"]`` or ``SummaryStore.pin_messages``),
     with their tool pairs, kept verbatim after the summary instead of being summarized."""

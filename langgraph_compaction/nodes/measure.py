@@ -13,6 +13,7 @@ every trigger.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from langchain_core.messages import BaseMessage
@@ -79,6 +80,7 @@ def measure(
     pins: frozenset[str] = frozenset(),
 ) -> Measured:
     """Measure one call: the record every later node reads."""
+    started_ns = time.time_ns()
     settings, memory = pipe.settings, pipe.memory
     thread_id = thread_id_of(config)
     key = (settings.namespace, thread_id)
@@ -89,6 +91,7 @@ def measure(
     if control.force and not fired:
         fired, near = (FORCED,), False
     return Measured(
+        started_ns=started_ns,
         thread_id=thread_id,
         key=key,
         epoch=settings.store.deletion_epoch(thread_id, settings.namespace),
