@@ -14,7 +14,7 @@ from langgraph_compaction.store import _edits
 from langgraph_compaction.store._controls import check_thread_id
 from langgraph_compaction.store._database import Database
 from langgraph_compaction.store._edits import Review, check_edit, check_version
-from langgraph_compaction.store._records import SummaryKind, SummaryRecord
+from langgraph_compaction.store._records import ReviewDraft, SummaryKind, SummaryRecord
 
 __all__ = ["EditMethods"]
 
@@ -87,16 +87,24 @@ class EditMethods:
         kind: SummaryKind,
         model: str | None,
         generation: int | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        cache_read_tokens: int | None = None,
     ) -> None:
         """Keep a new summary for a person to review (replacing one of the same prefix).
 
-        A review is not a summary: no summary method returns it.
+        A review is not a summary: no summary method returns it. ``input_tokens``,
+        ``output_tokens``, ``cache_read_tokens``: what the draft's summary call(s) cost
+        (None: not reported), given back by :meth:`find_review_draft` so that the summary
+        stored on acceptance carries them.
 
         Raises:
-            ValueError: the summary blank, the kind unknown or the prefix hash empty.
+            ValueError: the summary blank, the kind unknown, the prefix hash empty or a usage
+                count negative.
             ThreadDeletedError: ``generation`` given and the thread deleted since.
         """
-        review = Review(thread_id, namespace, prefix_hash, summary, kind, model)
+        usage = (input_tokens, output_tokens, cache_read_tokens)
+        review = Review(thread_id, namespace, prefix_hash, summary, kind, model, *usage)
         self._db.run(lambda c: _edits.save_review(c, review, generation), write=True)
 
     async def asave_review(
@@ -109,9 +117,13 @@ class EditMethods:
         kind: SummaryKind,
         model: str | None,
         generation: int | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        cache_read_tokens: int | None = None,
     ) -> None:
         """Async :meth:`save_review`."""
-        review = Review(thread_id, namespace, prefix_hash, summary, kind, model)
+        usage = (input_tokens, output_tokens, cache_read_tokens)
+        review = Review(thread_id, namespace, prefix_hash, summary, kind, model, *usage)
         await self._db.arun(lambda c: _edits.save_review(c, review, generation), write=True)
 
     def find_review(self, thread_id: str, namespace: str, prefix_hash: str) -> str | None:
@@ -123,6 +135,18 @@ class EditMethods:
         return await self._db.arun(
             lambda c: _edits.find_review(c, thread_id, namespace, prefix_hash)
         )
+
+    def find_review_draft(
+        self, thread_id: str, namespace: str, prefix_hash: str
+    ) -> ReviewDraft | None:
+        """The draft waiting for review for this prefix, with its model and usage, or None."""
+        return self._db.run(_find_draft(thread_id, namespace, prefix_hash))
+
+    async def afind_review_draft(
+        self, thread_id: str, namespace: str, prefix_hash: str
+    ) -> ReviewDraft | None:
+        """Async :meth:`find_review_draft`."""
+        return await self._db.arun(_find_draft(thread_id, namespace, prefix_hash))
 
     def drop_review(self, thread_id: str, namespace: str, prefix_hash: str) -> None:
         """Forget the review of this prefix; nothing happens when there is none."""
@@ -138,6 +162,12 @@ def _revoke(thread_id: str, namespace: str, version: int | None) -> Callable[[Co
     check_thread_id(thread_id)
     checked = check_version(version)
     return lambda conn: _edits.revoke_summary(conn, thread_id, namespace, checked)
+
+
+def _find_draft(
+    thread_id: str, namespace: str, prefix_hash: str
+) -> Callable[[Connection], ReviewDraft | None]:
+    return lambda conn: _edits.find_review_draft(conn, thread_id, namespace, prefix_hash)
 
 
 def _drop(thread_id: str, namespace: str, prefix_hash: str) -> Callable[[Connection], None]:

@@ -25,7 +25,12 @@ from uuid import uuid4
 from sqlalchemy import ColumnElement, Connection, delete, select, update
 
 from langgraph_compaction.store._controls import bump_controls
-from langgraph_compaction.store._records import SummaryKind, SummaryRecord
+from langgraph_compaction.store._records import (
+    ReviewDraft,
+    SummaryKind,
+    SummaryRecord,
+    check_usage,
+)
 from langgraph_compaction.store._tables import (
     dialect_insert,
     latest_summaries,
@@ -46,6 +51,7 @@ __all__ = [
     "edit_summary",
     "estimate_edit_tokens",
     "find_review",
+    "find_review_draft",
     "revoke_summary",
     "save_review",
 ]
@@ -169,7 +175,8 @@ class Review:
     """A new summary waiting for a person, checked on creation.
 
     Raises:
-        ValueError: the summary is blank, the kind unknown, or the prefix hash empty.
+        ValueError: the summary is blank, the kind unknown, the prefix hash empty, or a
+            usage count neither None nor an int >= 0.
     """
 
     thread_id: str
@@ -178,8 +185,12 @@ class Review:
     summary: str
     kind: SummaryKind
     model: str | None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
 
     def __post_init__(self) -> None:
+        check_usage(self.input_tokens, self.output_tokens, self.cache_read_tokens)
         if not isinstance(self.thread_id, str) or not isinstance(self.namespace, str):
             raise ValueError("thread_id and namespace of a review must be str")
         if not isinstance(self.summary, str) or not self.summary.strip():
@@ -194,7 +205,8 @@ def save_review(conn: Connection, review: Review, generation: int | None) -> Non
     """Keep ``review`` for its prefix, replacing one saved before."""
     check_generation(conn, review.thread_id, review.namespace, generation)
     now = datetime.now(UTC)
-    fields = {"summary": review.summary, "kind": review.kind, "model": review.model}
+    key_fields = ("thread_id", "namespace", "prefix_hash")
+    fields = {k: v for k, v in dataclasses.asdict(review).items() if k not in key_fields}
     stmt = dialect_insert(conn, reviews).values(
         thread_id=review.thread_id,
         namespace=review.namespace,
@@ -221,6 +233,23 @@ def find_review(conn: Connection, thread_id: str, namespace: str, prefix_hash: s
     stmt = select(reviews.c.summary).where(*_review_key(thread_id, namespace, prefix_hash))
     found: str | None = conn.scalar(stmt)
     return found
+
+
+_DRAFT = select(
+    reviews.c.summary,
+    reviews.c.model,
+    reviews.c.input_tokens,
+    reviews.c.output_tokens,
+    reviews.c.cache_read_tokens,
+)
+
+
+def find_review_draft(
+    conn: Connection, thread_id: str, namespace: str, prefix_hash: str
+) -> ReviewDraft | None:
+    """The draft waiting for review for this prefix, with its model and usage, if any."""
+    row = conn.execute(_DRAFT.where(*_review_key(thread_id, namespace, prefix_hash))).first()
+    return None if row is None else ReviewDraft(*row)
 
 
 def drop_review(conn: Connection, thread_id: str, namespace: str, prefix_hash: str) -> None:

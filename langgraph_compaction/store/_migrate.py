@@ -49,7 +49,7 @@ __all__ = [
     "stored_schema_version",
 ]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """The schema this package reads and writes."""
 
 HEAD_REVISION = f"{SCHEMA_VERSION:04d}"

@@ -1,4 +1,5 @@
-"""The values the store hands out (SummaryRecord, ThreadState, RecalledMessage) and takes in.
+"""The values the store hands out (SummaryRecord, ReviewDraft, ThreadState, RecalledMessage)
+and takes in.
 
 Plain frozen dataclasses: they cross threads and event loops, hash, and compare by value.
 A SummaryRecord's fields are named exactly like the ``compaction_summaries`` columns.
@@ -18,15 +19,18 @@ from langgraph_compaction.store._text import storable
 
 __all__ = [
     "RECORD_FIELDS",
+    "USAGE_FIELDS",
     "CompactionRequest",
     "IndexedMessage",
     "NewSummary",
     "RecalledMessage",
+    "ReviewDraft",
     "SummaryKind",
     "SummaryRecord",
     "ThreadControls",
     "ThreadState",
     "check_calibration",
+    "check_usage",
     "indexed_messages",
     "message_ids",
     "record_from_row",
@@ -75,6 +79,31 @@ class SummaryRecord:
     revoked_at: datetime | None = None
     """When ``revoke_summary`` withdrew this version (UTC); a revoked summary is never used
     again (``latest_summaries`` and ``find_summary`` skip it), ``list_summaries`` shows it."""
+    input_tokens: int | None = None
+    """Input tokens of the summary call(s) that made this row, as the model reported them (a
+    row made by several calls holds their sum); None when not reported, and for an edit."""
+    output_tokens: int | None = None
+    """Output tokens of the row's summary call(s); None when not reported."""
+    cache_read_tokens: int | None = None
+    """Input tokens the row's summary call(s) read from the provider's prompt cache; None
+    when not reported."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewDraft:
+    """A new summary waiting for a person's review (``find_review_draft``), with what its
+    summary call(s) cost, so that the summary stored on acceptance carries that usage."""
+
+    summary: str
+    """The draft's text."""
+    model: str | None
+    """The summarizer model's name, when known."""
+    input_tokens: int | None = None
+    """Input tokens of the draft's summary call(s); None when not reported."""
+    output_tokens: int | None = None
+    """Output tokens of the draft's summary call(s); None when not reported."""
+    cache_read_tokens: int | None = None
+    """Cache-read input tokens of the draft's summary call(s); None when not reported."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +154,8 @@ class NewSummary:
     The store assigns ``id``, ``version`` and ``created_at``.
 
     Raises:
-        ValueError: the summary is blank, the kind unknown, the prefix hash empty, or a
-            count negative.
+        ValueError: the summary is blank, the kind unknown, the prefix hash empty, a count
+            negative, or a usage count neither None nor an int >= 0.
     """
 
     thread_id: str
@@ -141,8 +170,12 @@ class NewSummary:
     kind: SummaryKind
     model: str | None
     rescued_message_ids: tuple[str, ...]
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
 
     def __post_init__(self) -> None:
+        check_usage(self.input_tokens, self.output_tokens, self.cache_read_tokens)
         if not self.summary.strip():
             raise ValueError("summary is blank; a summary call that returns no text is a failure")
         if self.kind not in get_args(SummaryKind):
@@ -241,6 +274,28 @@ def _stored_message(message: IndexedMessage) -> IndexedMessage:
     return dataclasses.replace(message, message_id=message_id, name=name, text=text)
 
 
+USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens")
+"""The usage columns of ``compaction_summaries`` and ``compaction_reviews``, in this order."""
+
+
+def check_usage(
+    input_tokens: int | None, output_tokens: int | None, cache_read_tokens: int | None
+) -> None:
+    """Refuse a usage count that is neither None (not reported) nor an int >= 0.
+
+    Raises:
+        ValueError: naming the field at fault.
+    """
+    counts = (input_tokens, output_tokens, cache_read_tokens)
+    for name, value in zip(USAGE_FIELDS, counts, strict=True):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{name} must be an int >= 0 or None (not reported), got {value!r}")
+        if value < 0:
+            raise ValueError(f"{name} must be >= 0 or None (not reported), got {value}")
+
+
 def check_calibration(ratio: float) -> float:
     """The ratio, if it can calibrate token estimates (finite and > 0).
 
@@ -260,7 +315,9 @@ def record_from_row(row: Sequence[Any]) -> SummaryRecord:
     """Turn one row of the :data:`RECORD_FIELDS` columns into a SummaryRecord.
 
     Positional on purpose: building a mapping per row costs more than the query itself.
-    ``rescued_message_ids`` (JSON text in the row) comes second to last, ``revoked_at`` last.
+    ``rescued_message_ids`` (JSON text in the row) comes fifth from last, before
+    ``revoked_at`` and the three usage counts.
     """
-    *values, ids, revoked_at = row
-    return SummaryRecord(*(*values, tuple(json.loads(ids)), revoked_at))
+    *values, ids, revoked_at, input_tokens, output_tokens, cache_read = row
+    rescued = tuple(json.loads(ids))
+    return SummaryRecord(*(*values, rescued, revoked_at, input_tokens, output_tokens, cache_read))

@@ -209,6 +209,9 @@ class SummaryStore(LeaseMethods, RecallMethods, ControlMethods, EditMethods):
         generation: int | None = None,
         recall_messages: Sequence[IndexedMessage] = (),
         steered: bool = False,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        cache_read_tokens: int | None = None,
     ) -> SummaryRecord:
         """Store a summary as the thread's next version, in one transaction.
 
@@ -221,12 +224,16 @@ class SummaryStore(LeaseMethods, RecallMethods, ControlMethods, EditMethods):
         ``steered``: the summary was asked for (a forced call, a request) and made under the
         triggers, where calls do not otherwise look in the store; storing it bumps the
         thread's control version, so that every process serving the thread looks it up.
+        ``input_tokens``, ``output_tokens``, ``cache_read_tokens``: what the summary call(s)
+        cost as the model reported them (the sum over several calls); None, stored as NULL,
+        when it reported nothing: never pass 0 for "not reported".
 
         Returns:
             The stored row, with its id, version and created_at.
 
         Raises:
-            ValueError: the summary is blank or a field invalid; nothing is stored.
+            ValueError: the summary is blank or a field invalid (a usage count negative, say);
+                nothing is stored.
             ThreadDeletedError: the thread's generation is no longer ``generation``.
             SummaryStoreError: the database failed; nothing is stored.
         """
@@ -243,6 +250,9 @@ class SummaryStore(LeaseMethods, RecallMethods, ControlMethods, EditMethods):
             kind=kind,
             model=model,
             rescued_message_ids=message_ids(rescued_message_ids),
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cache_read_tokens=cache_read_tokens,
         )
         op = self._insert(new, generation, recall_messages, steered)
         return self._db.run(op, write=True, attempts=_ADD_ATTEMPTS)
@@ -265,6 +275,9 @@ class SummaryStore(LeaseMethods, RecallMethods, ControlMethods, EditMethods):
         generation: int | None = None,
         recall_messages: Sequence[IndexedMessage] = (),
         steered: bool = False,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        cache_read_tokens: int | None = None,
     ) -> SummaryRecord:
         """Async :meth:`add_summary`."""
         new = NewSummary(
@@ -280,6 +293,9 @@ class SummaryStore(LeaseMethods, RecallMethods, ControlMethods, EditMethods):
             kind=kind,
             model=model,
             rescued_message_ids=message_ids(rescued_message_ids),
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cache_read_tokens=cache_read_tokens,
         )
         op = self._insert(new, generation, recall_messages, steered)
         return await self._db.arun(op, write=True, attempts=_ADD_ATTEMPTS)

@@ -46,6 +46,7 @@ from langgraph_compaction._exceptions import SummaryStoreError
 from langgraph_compaction.store._fulltext import create_fulltext
 from langgraph_compaction.store._records import (
     RECORD_FIELDS,
+    USAGE_FIELDS,
     NewSummary,
     SummaryRecord,
     record_from_row,
@@ -73,6 +74,7 @@ __all__ = [
     "summaries",
     "threads",
     "trim",
+    "usage_columns",
 ]
 
 _LOCK_CLASS = 7_261_300
@@ -114,6 +116,11 @@ class UTCDateTime(TypeDecorator[datetime]):
         return stamp.replace(tzinfo=UTC) if stamp.tzinfo is None else stamp.astimezone(UTC)
 
 
+def usage_columns() -> tuple[Column[int], ...]:
+    """``input_tokens``, ``output_tokens``, ``cache_read_tokens``: nullable, NULL = not reported."""
+    return tuple(Column(name, Integer, nullable=True) for name in USAGE_FIELDS)
+
+
 metadata = MetaData()
 
 summaries = Table(
@@ -139,6 +146,9 @@ summaries = Table(
     Column("parent_version", Integer, nullable=True),
     # When revoke_summary withdrew the version (schema version 5); None while it is in use.
     Column("revoked_at", UTCDateTime, nullable=True),
+    # What the summarizer reported the row's calls cost (schema version 6); NULL when it
+    # reported nothing, and for an edit, which made no model call.
+    *usage_columns(),
     CheckConstraint("kind IN ('initial', 'update', 'edited')", name="ck_compaction_summaries_kind"),
     # No foreign key on parent_id: retention deletes old versions, so the oldest remaining
     # row may name a parent that is gone.
@@ -280,6 +290,7 @@ reviews = Table(
     Column("kind", Text, nullable=False),
     Column("model", Text, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
+    *usage_columns(),  # the draft's calls (schema version 6), carried to the stored summary
     PrimaryKeyConstraint("thread_id", "namespace", "prefix_hash", name="pk_compaction_reviews"),
 )
 """New summaries waiting for a person's review (schema 5); not summaries until accepted."""
