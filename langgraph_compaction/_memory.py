@@ -98,7 +98,7 @@ class Memory:
         self._sent: BoundedCache[ThreadKey, _Sent] = BoundedCache()
         self._in_use: BoundedCache[ThreadKey, tuple[SummaryRecord, int]] = BoundedCache()
         self._rescued: BoundedCache[str, tuple[int, ...]] = BoundedCache()
-        self._summaries: BoundedCache[tuple[str, str | None], tuple[HumanMessage, int]] = (
+        self._summaries: BoundedCache[tuple[str, str | None, bool], tuple[HumanMessage, int]] = (
             BoundedCache()
         )
         self.epochs: BoundedCache[tuple[str, str, str], Epochs] = BoundedCache()
@@ -206,15 +206,21 @@ class Memory:
         return self._rescued.get_or_make(record.id, find)
 
     def summary_message(
-        self, record: SummaryRecord, recall_tool: str | None
+        self, record: SummaryRecord, recall_tool: str | None, cache_breakpoint: bool = False
     ) -> tuple[HumanMessage, int]:
-        """The summary message of a stored row and its token count, built once per row."""
+        """The summary message of a stored row and its token count, built once per row and form.
+
+        Callers that need only the count may leave ``cache_breakpoint`` out: both forms carry
+        the same text, so the default counter gives them the same count.
+        """
 
         def make() -> tuple[HumanMessage, int]:
-            message = make_summary_message(record.summary, record.id, recall_tool)
+            message = make_summary_message(
+                record.summary, record.id, recall_tool, cache_breakpoint=cache_breakpoint
+            )
             return message, self.counter([message])
 
-        return self._summaries.get_or_make((record.id, recall_tool), make)
+        return self._summaries.get_or_make((record.id, recall_tool, cache_breakpoint), make)
 
     # -- the store's health -----------------------------------------------------------------------
 

@@ -287,17 +287,26 @@ def ensure_tool_pairs(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage
 
 
 def make_summary_message(
-    summary_text: str, record_id: str, recall_tool: str | None = None
+    summary_text: str,
+    record_id: str,
+    recall_tool: str | None = None,
+    *,
+    cache_breakpoint: bool = False,
 ) -> HumanMessage:
     """The injected summary: identical bytes on every call until the next summary.
 
     Marked as LangChain's and deepagents' summaries are (``name``, ``lc_source``), so tools that
     know those recognise it, and hidden from chat UIs. With recall on, it ends with one line
-    telling the model how to get the originals back.
+    telling the model how to get the originals back. With ``cache_breakpoint`` the same text is
+    one text block marked ``cache_control: {"type": "ephemeral"}``: Anthropic then caches the
+    request's prefix up to and including the summary, which every reused turn repeats.
     """
-    content = SUMMARY_PREFIX + summary_text
+    text = SUMMARY_PREFIX + summary_text
     if recall_tool:
-        content += RECALL_LINE.format(tool=recall_tool)
+        text += RECALL_LINE.format(tool=recall_tool)
+    content: str | list[str | dict[str, object]] = text
+    if cache_breakpoint:
+        content = [{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}]
     return HumanMessage(
         content=content,
         name=SUMMARY_NAME,

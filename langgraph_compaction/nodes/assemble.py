@@ -109,7 +109,9 @@ def assemble(
     tokens: list[int] = [size(i) for i in range(lead)]
     kept_from, summary_tokens = lead, 0
     if record is not None:
-        summary, summary_tokens = pipe.memory.summary_message(record, settings.recall_tool)
+        summary, summary_tokens = pipe.memory.summary_message(
+            record, settings.recall_tool, settings.config.cache_breakpoint
+        )
         rescued_set = set(rescued)
         body.append(summary)
         tokens.append(summary_tokens)
