@@ -16,6 +16,7 @@ from langgraph.channels.untracked_value import UntrackedValue
 from typing_extensions import TypedDict
 
 from ._control import NO_CONTROL, RunControl
+from ._report import SummaryUsage
 from ._state import CompactionState
 from ._tokens import HistoryScan
 from .store import SummaryRecord, ThreadState
@@ -105,6 +106,8 @@ class Outcome:
     error: str | None = None
     summary_cut: bool = False
     """A summary reply was over ``max_summary_tokens`` and was cut to it."""
+    usage: SummaryUsage | None = None
+    """What this call's summary calls cost as reported (None: no summary call ran)."""
 
 
 @dataclass(frozen=True, slots=True)

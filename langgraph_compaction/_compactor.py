@@ -12,6 +12,10 @@ event loop and within ``summary_timeout``, as a model call does:
 - async path: a coroutine function is awaited (cancelled past the timeout); a plain function
   runs in a worker thread (``asyncio.to_thread``), never on the loop.
 
+The call runs as one chain run named ``compaction_summary`` with the summary calls' tags and
+metadata (a ``RunnableLambda`` given those labels), so callbacks and LangSmith see it where a
+summary model's run would be. A function reports no usage: its summaries' usage is null.
+
 A call past the timeout is abandoned and its result discarded. An exception, a timeout, a
 reply that is not text, or blank text is a failure (``SummarizerError`` naming the function):
 the summarize step then tries the fallback model once, as it would after a summary model.
@@ -29,10 +33,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.errors import GraphBubbleUp
 
 from ._effects import ModelCallTimeout, Step
 from ._exceptions import SummarizerError
+from ._model_calls import SUMMARY_RUN_NAME
 from ._settings import Compactor
 from .store import SummaryStore
 
@@ -54,7 +60,8 @@ def _is_async(fn: Compactor) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class CompactorCall:
-    """Call the compactor once, within ``timeout`` seconds (None: no bound).
+    """Call the compactor once, within ``timeout`` seconds (None: no bound), as a run
+    labelled ``labels`` (``_model_calls.summary_labels``).
 
     Raises ``ModelCallTimeout`` past the timeout, or what the function raised.
     """
@@ -64,6 +71,7 @@ class CompactorCall:
     previous: str | None
     instruction: str | None
     timeout: float | None = None
+    labels: RunnableConfig | None = None
 
     def _call(self) -> object:
         return self.fn(list(self.messages), self.previous, self.instruction)
@@ -75,13 +83,45 @@ class CompactorCall:
             return asyncio.run(_awaited(reply))
         return reply
 
+    async def _awaited_reply(self) -> object:
+        """The reply on the loop: a plain function runs in a worker thread, never on it."""
+        if _is_async(self.fn):
+            reply = self._call()
+        else:
+            reply = await asyncio.to_thread(self._call)
+        if inspect.isawaitable(reply):
+            reply = await reply
+        return reply
+
+    def _run(self) -> RunnableLambda[dict[str, object], object]:
+        """The call as one run, so callbacks see it where a summary model's would be."""
+
+        def sync(_: dict[str, object]) -> object:
+            return self._to_completion()
+
+        async def asynchronous(_: dict[str, object]) -> object:
+            return await self._awaited_reply()
+
+        return RunnableLambda(sync, afunc=asynchronous, name=SUMMARY_RUN_NAME)
+
+    def _inputs(self) -> dict[str, object]:
+        """What the run shows as its input."""
+        return {
+            "messages": list(self.messages),
+            "previous": self.previous,
+            "instruction": self.instruction,
+        }
+
+    def _traced(self) -> object:
+        return self._run().invoke(self._inputs(), self.labels)
+
     def run(self, store: SummaryStore) -> object:
         reply: Future[object] = Future()
         context = contextvars.copy_context()
 
         def call() -> None:
             try:
-                result = context.run(self._to_completion)
+                result = context.run(self._traced)
             except BaseException as exc:  # handed to the waiting step, or dropped with the call
                 reply.set_exception(exc)
             else:
@@ -104,13 +144,7 @@ class CompactorCall:
         scope = asyncio.timeout(self.timeout)
         try:
             async with scope:
-                if _is_async(self.fn):
-                    reply = self._call()
-                else:  # a plain function may block: never on the loop
-                    reply = await asyncio.to_thread(self._call)
-                if inspect.isawaitable(reply):
-                    reply = await reply
-                return reply
+                return await self._run().ainvoke(self._inputs(), self.labels)
         except TimeoutError:
             if scope.expired():  # not a TimeoutError the function raised itself
                 assert self.timeout is not None
@@ -128,15 +162,16 @@ def compactor_reply(
     previous: str | None,
     instruction: str | None,
     timeout: float | None,
+    labels: RunnableConfig | None = None,
 ) -> Step[str]:
-    """The compactor's reply, stripped.
+    """The compactor's reply, stripped; the call runs labelled ``labels``.
 
     Raises:
         SummarizerError: it raised, ran past ``timeout``, or returned something other than
             non-blank text; the message names the function.
     """
     name = compactor_name(fn)
-    call = CompactorCall(fn, tuple(messages), previous, instruction, timeout)
+    call = CompactorCall(fn, tuple(messages), previous, instruction, timeout, labels)
     try:
         reply = yield call
     except GraphBubbleUp:  # LangGraph's own control flow (an interrupt inside it): let it through

@@ -6,7 +6,9 @@ of the last, every prompt ending with the caller's instructions; a prompt the mo
 too long is summarized again in smaller chunks. A custom compactor gets every evicted message
 in one call (chunks exist to fit a model's window). Either reply must pass the not-a-summary
 check and is capped at ``max_summary_tokens``; a failure is a value (``Failure``), so the caller
-can try the fallback model or apply the failure policy.
+can try the fallback model or apply the failure policy. Every call runs labelled as the caller
+says (``labels``, from ``_model_calls.summary_labels``), and what the answered calls reported
+as usage is summed into the draft (a failed one too: a failure was paid for).
 """
 
 from __future__ import annotations
@@ -16,16 +18,25 @@ from dataclasses import dataclass
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 
 from ._cap import cap_summary
 from ._chunks import ChunkPlan, plan_chunks, transcript_tokens
 from ._compactor import compactor_name, compactor_reply
 from ._effects import Step
 from ._exceptions import SummarizerError
-from ._model_calls import PromptTooLong, bind_summarizer, model_name, summary_call
+from ._model_calls import (
+    PromptTooLong,
+    SummaryCallFailed,
+    add_usage,
+    bind_summarizer,
+    model_name,
+    summary_call,
+)
 from ._pipeline import Pipeline
 from ._prompts import add_instructions, fill_prompt, render_transcript
 from ._quality import not_a_summary
+from ._report import SummaryUsage
 from ._review import Draft
 from ._settings import Compactor
 
@@ -41,6 +52,8 @@ class Failure:
 
     error: str
     calls: int = 0
+    usage: SummaryUsage | None = None
+    """What the calls that answered cost, as reported (None: none was made)."""
 
 
 def draft_by_compactor(
@@ -49,23 +62,28 @@ def draft_by_compactor(
     evicted: list[BaseMessage],
     previous: str | None,
     instruction: str | None,
+    labels: RunnableConfig | None = None,
 ) -> Step[Draft | Failure]:
-    """One call of the custom compactor with every evicted message, checked and capped."""
+    """One call of the custom compactor with every evicted message, checked and capped.
+
+    A function reports no usage: the draft's (or failure's) usage fields are all None.
+    """
     settings = pipe.settings
     config = settings.config
     name = compactor_name(compactor)
     try:
         reply = yield from compactor_reply(
-            compactor, evicted, previous, instruction, config.summary_timeout
+            compactor, evicted, previous, instruction, config.summary_timeout, labels
         )
         if config.summary_check == "basic":
             reason = not_a_summary(reply, f"{previous or ''}\n{render_transcript(evicted)}")
             if reason is not None:
                 raise SummarizerError(f"the reply of {name} is not a summary ({reason})")
     except SummarizerError as exc:
-        return Failure(str(exc), calls=1)
+        return Failure(str(exc), calls=1, usage=SummaryUsage())
     text = cap_summary(reply, config.max_summary_tokens, settings.counter)
-    return Draft(text, name, calls=1, summary_cut=len(text) < len(reply))
+    cut = len(text) < len(reply)
+    return Draft(text, name, calls=1, summary_cut=cut, usage=SummaryUsage())
 
 
 def draft_by_models(
@@ -74,11 +92,14 @@ def draft_by_models(
     chunks: ChunkPlan,
     previous: str | None,
     instruction: str | None,
+    labels: RunnableConfig | None = None,
     calls: int = 0,
+    usage: SummaryUsage | None = None,
 ) -> Step[Draft | Failure]:
     """The summary model's calls, chunk after chunk, each an update of the last.
 
     ``models`` shrinks as each fails for good: the one left first made the summary.
+    ``calls`` and ``usage``: what was spent on this summary before (a failed compactor).
     """
     settings, memory = pipe.settings, pipe.memory
     config = settings.config
@@ -86,7 +107,7 @@ def draft_by_models(
     try:
         if not models:
             raise SummarizerError("no summarizer model: pass model= or fallback_model=")
-        bound = [bind_summarizer(m, config) for m in models]
+        bound = [bind_summarizer(m, config, labels) for m in models]
         queue = list(chunks.chunks)
         overflows, made = 0, 0
         while queue:
@@ -101,6 +122,7 @@ def draft_by_models(
                     models, bound, prompt, estimate, config.summary_timeout
                 )
             except PromptTooLong as exc:
+                usage = add_usage(usage, exc.usage)
                 overflows += 1
                 if overflows > _MAX_OVERFLOW_RETRIES:
                     raise
@@ -114,6 +136,7 @@ def draft_by_models(
                 shortened += replanned.shortened
                 over_trim = replanned.over_trim
                 continue
+            usage = add_usage(usage, reply.usage)
             reason = (
                 not_a_summary(reply.text, f"{text or ''}\n{transcript}")
                 if config.summary_check == "basic"
@@ -125,9 +148,11 @@ def draft_by_models(
             text = cap_summary(reply.text, config.max_summary_tokens, settings.counter)
             cut = cut or len(text) < len(reply.text)
     except SummarizerError as exc:
-        return Failure(str(exc), calls)
+        if isinstance(exc, SummaryCallFailed):
+            usage = add_usage(usage, exc.usage)
+        return Failure(str(exc), calls, usage)
     assert text is not None
-    return Draft(text, model_name(models[0]), calls, shortened, over_trim, cut)
+    return Draft(text, model_name(models[0]), calls, shortened, over_trim, cut, usage)
 
 
 def plan_summary_chunks(

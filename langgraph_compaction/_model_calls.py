@@ -7,6 +7,12 @@ would only multiply the wait); a prompt over the summarizer's context
 (``ContextOverflowError``, or a server's 400 saying so in its own words: OpenAI's, vLLM's,
 llama.cpp's, Ollama's) is handed back to the caller as ``PromptTooLong``, to be summarized
 again in smaller chunks; anything else moves on to the next model.
+
+Every call runs as ``compaction_summary`` with the tags ``compaction`` and ``nostream`` and
+metadata naming the thread and the summary version (:func:`summary_labels`), bound on the
+call itself, so callbacks and LangSmith tell it apart from the agent's calls and nothing
+leaks into the parent's config. What each answered call reports as usage is summed
+(:func:`add_usage`): a model that reports nothing leaves the fields None, never 0.
 """
 
 from __future__ import annotations
@@ -18,28 +24,41 @@ from typing import Any
 from langchain_core.exceptions import ContextOverflowError, ModelError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableConfig
 
 from ._config import CompactionConfig
 from ._effects import ModelCall, ModelCallTimeout, Sleep, Step
 from ._exceptions import SummarizerError
+from ._report import SummaryUsage
 from .store import storable
 
 __all__ = [
     "RETRY_DELAYS",
+    "SUMMARY_RUN_NAME",
+    "SUMMARY_TAGS",
     "Overflow",
     "PromptTooLong",
+    "SummaryCallFailed",
     "SummaryReply",
+    "add_usage",
     "bind_summarizer",
     "distinct_models",
     "is_retryable",
     "model_name",
     "overflow_of",
     "summary_call",
+    "summary_labels",
+    "usage_columns",
+    "usage_of",
 ]
 
 RETRY_DELAYS = (0.5, 1.5)
 """Pauses before the second and third try of a retryable error (then the next model)."""
+
+SUMMARY_RUN_NAME = "compaction_summary"
+"""The run name of every summary call (and of a custom compactor's call)."""
+SUMMARY_TAGS = ("compaction", "nostream")
+"""The run tags of every summary call: ``nostream`` keeps it out of the parent's streams."""
 
 # The window and the prompt's tokens, as each server words them (first match wins):
 #   OpenAI, DeepSeek, older vLLM: "This model's maximum context length is W tokens. However, you
@@ -94,11 +113,23 @@ class Overflow:
 class PromptTooLong(SummarizerError):
     """The summarizer refused the prompt as longer than its context."""
 
-    def __init__(self, message: str, overflow: Overflow, estimate: int) -> None:
+    def __init__(
+        self, message: str, overflow: Overflow, estimate: int, usage: SummaryUsage | None = None
+    ) -> None:
         super().__init__(message)
         self.overflow = overflow
         self.estimate = estimate
         """Our own estimate of the refused prompt's tokens."""
+        self.usage = usage
+        """What earlier models' answers of this call cost (a blank reply is paid for too)."""
+
+
+class SummaryCallFailed(SummarizerError):
+    """Every model failed this summary call; ``usage``: what the ones that answered cost."""
+
+    def __init__(self, message: str, usage: SummaryUsage | None) -> None:
+        super().__init__(message)
+        self.usage = usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +141,58 @@ class SummaryReply:
     """Our estimate of the prompt's tokens."""
     input_tokens: int | None
     """The prompt's tokens as the summarizer reported them (usage), when it did."""
+    usage: SummaryUsage
+    """What this call cost as reported: this reply and any blank one before it."""
+
+
+def summary_labels(thread_id: str, namespace: str, version: int) -> RunnableConfig:
+    """The run config of one summary's calls: its name, tags and metadata (DESIGN 6.12).
+
+    ``version`` is the one the summary will get: the thread's highest stored version + 1.
+    """
+    return RunnableConfig(
+        run_name=SUMMARY_RUN_NAME,
+        tags=list(SUMMARY_TAGS),
+        metadata={
+            "lc_source": "summarization",
+            "thread_id": thread_id,
+            "namespace": namespace,
+            "summary_version": version,
+        },
+    )
+
+
+def _count(value: object) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def usage_of(reply: object) -> SummaryUsage:
+    """What a reply's ``usage_metadata`` reports; a field it leaves out is None."""
+    usage = getattr(reply, "usage_metadata", None) or {}
+    details = usage.get("input_token_details") or {}
+    return SummaryUsage(
+        _count(usage.get("input_tokens")),
+        _count(usage.get("output_tokens")),
+        _count(details.get("cache_read")),
+    )
+
+
+def _plus(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else a + b
+
+
+def add_usage(a: SummaryUsage | None, b: SummaryUsage | None) -> SummaryUsage | None:
+    """The sum of two calls' usage; a field stays None only when neither reported it.
+
+    None (no call at all) is the neutral element.
+    """
+    if a is None or b is None:
+        return b if a is None else a
+    return SummaryUsage(
+        _plus(a.input_tokens, b.input_tokens),
+        _plus(a.output_tokens, b.output_tokens),
+        _plus(a.cache_read_tokens, b.cache_read_tokens),
+    )
 
 
 def _first_int(pattern: re.Pattern[str], text: str) -> int | None:
@@ -147,8 +230,22 @@ def distinct_models(*models: BaseChatModel | None) -> list[BaseChatModel]:
     return seen
 
 
-def bind_summarizer(model: BaseChatModel, config: CompactionConfig) -> Runnable[Any, BaseMessage]:
-    """Cap the output, add the configured parameters, and hide the call from parent streams."""
+def usage_columns(usage: SummaryUsage | None) -> dict[str, int | None]:
+    """The usage as the store's columns and the ``context_compacted`` event name it."""
+    usage = usage or SummaryUsage()
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+    }
+
+
+def bind_summarizer(
+    model: BaseChatModel, config: CompactionConfig, labels: RunnableConfig | None = None
+) -> Runnable[Any, BaseMessage]:
+    """Cap the output, add the configured parameters, and label the call with ``labels``
+    (:func:`summary_labels`; None: the run name and tags alone). The ``nostream`` tag hides
+    the call from parent streams."""
     parameters = {**config.parameters, "max_tokens": config.max_summary_tokens}
     if _is_compatible_server(model):
         # ChatOpenAI sends the cap as max_completion_tokens, which OpenAI-compatible servers
@@ -156,8 +253,8 @@ def bind_summarizer(model: BaseChatModel, config: CompactionConfig) -> Runnable[
         extra_body = dict(parameters.get("extra_body") or {})
         extra_body.setdefault("max_tokens", config.max_summary_tokens)
         parameters["extra_body"] = extra_body
-    bound = model.bind(**parameters)
-    return bound.with_config(tags=["nostream"], run_name="compaction_summary")
+    labels = labels or RunnableConfig(run_name=SUMMARY_RUN_NAME, tags=list(SUMMARY_TAGS))
+    return model.bind(**parameters).with_config(labels)
 
 
 def _is_compatible_server(model: BaseChatModel) -> bool:
@@ -198,12 +295,13 @@ def summary_call(
 
     Raises:
         PromptTooLong: the current model refused the prompt as too long.
-        SummarizerError: every model failed (the last error is named).
+        SummaryCallFailed: every model failed (the last error is named).
     """
     # A lone surrogate from a message cannot be encoded as UTF-8 for the provider's API (the
     # request would fail on every turn): the prompt carries U+FFFD there, as the store does.
     message: list[BaseMessage] = [HumanMessage(content=storable(prompt))]
     errors: list[str] = []
+    spent: SummaryUsage | None = None  # a blank reply was paid for too
     while models:
         for attempt in range(len(RETRY_DELAYS) + 1):
             try:
@@ -214,19 +312,20 @@ def summary_call(
             except Exception as exc:
                 overflow = overflow_of(exc)
                 if overflow is not None:
-                    raise PromptTooLong(_describe(exc), overflow, estimate) from exc
+                    raise PromptTooLong(_describe(exc), overflow, estimate, spent) from exc
                 if is_retryable(exc) and attempt < len(RETRY_DELAYS):
                     yield Sleep(RETRY_DELAYS[attempt])
                     continue
                 errors.append(_describe(exc))
                 break
+            used = usage_of(reply)
+            spent = add_usage(spent, used)
             text = reply.text.strip() if isinstance(reply, BaseMessage) else ""
             if not text:
                 errors.append("the summarizer returned blank text")
                 break
-            usage = getattr(reply, "usage_metadata", None) or {}
-            reported = usage.get("input_tokens")
-            return SummaryReply(text, estimate, int(reported) if reported else None)
+            assert spent is not None
+            return SummaryReply(text, estimate, used.input_tokens or None, spent)
         models.pop(0)
         del bound[0]
-    raise SummarizerError("; then ".join(errors) or "no summarizer model")
+    raise SummaryCallFailed("; then ".join(errors) or "no summarizer model", spent)

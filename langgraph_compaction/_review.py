@@ -1,10 +1,11 @@
 """Review (``review: true``): a new summary is put to a person before its first use.
 
 The summarize node makes the summary (model or compactor), caps it, saves it in the store as a
-draft keyed by its prefix hash, releases the prefix's lease, and only then calls LangGraph's
-``interrupt()``: LangGraph re-runs an interrupted node from its start when the run resumes, so
-the re-run finds the draft and puts the same text to the answer instead of calling the
-summarizer again (a person reviews what will be stored, and the summary is paid for once).
+draft keyed by its prefix hash (with the usage its calls reported, stored with the summary),
+releases the prefix's lease, and only then calls LangGraph's ``interrupt()``: LangGraph re-runs
+an interrupted node from its start when the run resumes, so the re-run finds the draft and puts
+the same text to the answer instead of calling the summarizer again (a person reviews what will
+be stored, and the summary is paid for once).
 
 The answer (the value of ``Command(resume=...)``):
 
@@ -35,7 +36,10 @@ from typing import Any, Literal
 
 from langgraph.types import interrupt
 
+from ._effects import Step, StoreCall, perform
 from ._exceptions import CompactionConfigError
+from ._report import SummaryUsage
+from .store import ReviewDraft
 
 __all__ = [
     "REJECTED",
@@ -44,10 +48,12 @@ __all__ = [
     "ReviewAnswer",
     "ask_review",
     "forget_draft",
+    "next_version",
     "parse_answer",
     "recall_draft",
     "remember_draft",
     "review_payload",
+    "saved_draft",
 ]
 
 REVIEW_TYPE = "compaction_review"
@@ -79,11 +85,25 @@ class Draft:
     shortened: int = 0
     over_trim: int = 0
     summary_cut: bool = False
+    usage: SummaryUsage | None = None
+    """What its calls cost as reported (None: no call made it, as with a person's text)."""
 
 
 def review_payload(thread_id: str, version: int, summary: str) -> dict[str, Any]:
     """The interrupt's value: what the person is asked to review."""
     return {"type": REVIEW_TYPE, "thread_id": thread_id, "version": version, "summary": summary}
+
+
+def next_version(thread_id: str, namespace: str) -> Step[int]:
+    """The version the thread's next summary gets (the payload's, and the summary calls'
+    label): every stored version counts, revoked ones too, as the store numbers past them."""
+    stored = yield from perform(
+        StoreCall(
+            lambda s: s.list_summaries(thread_id, namespace),
+            lambda s: s.alist_summaries(thread_id, namespace),
+        )
+    )
+    return max((record.version for record in stored), default=0) + 1
 
 
 def parse_answer(value: object) -> ReviewAnswer:
@@ -155,6 +175,26 @@ def recall_draft(key: _DraftKey, text: str) -> Draft | None:
     with _lock:
         draft = _drafts.get(key)
     return draft if draft is not None and draft.text == text else None
+
+
+def saved_draft(key: _DraftKey) -> Step[Draft | None]:
+    """The draft saved for review under ``key`` (the resumed re-run's), or None.
+
+    As this process remembers it, else as the store kept it (its model and usage; how many
+    calls made it is not kept).
+    """
+    _, namespace, thread_id, prefix_hash = key
+    saved: ReviewDraft | None = yield from perform(
+        StoreCall(
+            lambda s: s.find_review_draft(thread_id, namespace, prefix_hash),
+            lambda s: s.afind_review_draft(thread_id, namespace, prefix_hash),
+        )
+    )
+    if saved is None:
+        return None
+    usage = SummaryUsage(saved.input_tokens, saved.output_tokens, saved.cache_read_tokens)
+    stored = Draft(saved.summary, saved.model or "unknown", usage=usage)
+    return recall_draft(key, saved.summary) or stored
 
 
 def forget_draft(key: _DraftKey) -> None:

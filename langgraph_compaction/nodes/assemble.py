@@ -188,6 +188,7 @@ def assemble(
         over_budget=over_budget,
         summary_over_budget=summary_over_budget,
         summary_cut=outcome.summary_cut,
+        summary_usage=outcome.usage,
         pinned_count=pinned,
         unpinned_over_budget=unpinned,
         error=storable(error) if error else None,  # JSON-safe, as the event's

@@ -14,6 +14,10 @@ fails the fallback model is tried once, as after a failed summary model, and its
 through the same not-a-summary check, cap, events and storage. With ``review`` a new summary is
 saved as a draft and put to a person before it is stored (see :mod:`.._review`).
 
+Every summary call is labelled ``compaction_summary`` with the thread, namespace and the version
+the summary will get (``_model_calls.summary_labels``); the usage the calls report is stored
+with the row, reported in ``CompactionReport.summary_usage`` and in ``context_compacted``.
+
     summarize -> assemble
 """
 
@@ -28,7 +32,6 @@ from typing import Literal
 from langchain_core.runnables import RunnableConfig
 
 from .._call import Decision, DecisionInput, Measured, Outcome, Partition, Reuse
-from .._compactor import compactor_name
 from .._config import CompactionConfig
 from .._control import join_instructions
 from .._drafting import Failure, draft_by_compactor, draft_by_models, plan_summary_chunks
@@ -40,7 +43,6 @@ from .._effects import (
     acquire_lease,
     add_summary,
     drop_review,
-    find_review,
     find_summary,
     perform,
     record_failure,
@@ -51,10 +53,18 @@ from .._effects import (
 from .._exceptions import SummaryStoreError, ThreadDeletedError
 from .._flights import FLIGHTS
 from .._messages import make_summary_message, tool_name_of
-from .._model_calls import distinct_models, model_name
+from .._model_calls import distinct_models, summary_labels, usage_columns
 from .._pipeline import Pipeline, Precompact
 from .._prompts import render_transcript
-from .._review import REJECTED, Draft, ask_review, forget_draft, recall_draft, remember_draft
+from .._review import (
+    REJECTED,
+    Draft,
+    ask_review,
+    forget_draft,
+    next_version,
+    remember_draft,
+    saved_draft,
+)
 from .._settings import emit
 from .._summaries import message_key, store_outage
 from ..store import IndexedMessage, Lease, SummaryRecord, SummaryStore, ThreadState
@@ -103,12 +113,9 @@ def summarize(
     if existing is not None:  # made by another call or process: no model call
         return Outcome("reused", existing)
     if review:  # the re-run of a resumed review: the draft is made already
-        text = yield from perform(find_review(thread_id, ns, plan.prefix_hash))
-        if text is not None:
-            draft = recall_draft(_draft_key(pipe, measured, plan), text)
-            return (
-                yield from _reviewed(pipe, measured, decision, plan, draft or _draft(pipe, text))
-            )
+        draft = yield from saved_draft(_draft_key(pipe, measured, plan))
+        if draft is not None:
+            return (yield from _reviewed(pipe, measured, decision, plan, draft))
     if breaker_open(decision.thread_state, len(measured.messages), settings.config):
         error = "circuit breaker open: too many consecutive summary failures"
         _emit_failed(pipe, measured, error)
@@ -224,6 +231,8 @@ def _make(
         )
     )
     chunks = plan_summary_chunks(pipe, evicted, previous, config.max_summary_chunks, instruction)
+    version = yield from next_version(measured.thread_id, settings.namespace)
+    labels = summary_labels(measured.thread_id, settings.namespace, version)
     emit(
         {
             "type": "context_compacting",
@@ -237,20 +246,20 @@ def _make(
     )
     made: Draft | Failure
     if compactor is not None:
-        made = yield from draft_by_compactor(pipe, compactor, evicted, previous, instruction)
+        made = yield from draft_by_compactor(
+            pipe, compactor, evicted, previous, instruction, labels
+        )
         if isinstance(made, Failure) and models:  # the fallback model, once (DESIGN 6.5)
             first = made
             made = yield from draft_by_models(
-                pipe, models, chunks, previous, instruction, first.calls
+                pipe, models, chunks, previous, instruction, labels, first.calls, first.usage
             )
             if isinstance(made, Failure):
-                made = Failure(f"{first.error}; then {made.error}", made.calls)
+                made = replace(made, error=f"{first.error}; then {made.error}")
     else:
-        made = yield from draft_by_models(pipe, models, chunks, previous, instruction)
+        made = yield from draft_by_models(pipe, models, chunks, previous, instruction, labels)
     if isinstance(made, Failure):
-        return (
-            yield from _failed(pipe, measured, plan, decision.generation, made.calls, made.error)
-        )
+        return (yield from _failed(pipe, measured, plan, decision.generation, made))
     if not review:
         return (yield from _store(pipe, measured, decision, plan, made, _kind(plan)))
     try:
@@ -263,10 +272,11 @@ def _make(
                 kind=_kind(plan),
                 model=made.model,
                 generation=decision.generation,
+                **usage_columns(made.usage),
             )
         )
     except ThreadDeletedError:
-        return Outcome("failed", None, calls=made.calls, error=_DELETED)
+        return Outcome("failed", None, calls=made.calls, error=_DELETED, usage=made.usage)
     remember_draft(_draft_key(pipe, measured, plan), made)
     return made
 
@@ -308,10 +318,11 @@ def _store(
                 generation=generation,
                 recall_messages=_recalled(measured, plan) if config.recall.enabled else (),
                 steered=measured.control.force,
+                **usage_columns(made.usage),
             )
         )
     except ThreadDeletedError:
-        return Outcome("failed", None, calls=made.calls, error=_DELETED)
+        return Outcome("failed", None, calls=made.calls, error=_DELETED, usage=made.usage)
     state = decision.thread_state
     if state is not None and state.consecutive_failures:
         with suppress(SummaryStoreError):  # stored; a stale count only delays the reset
@@ -330,6 +341,7 @@ def _store(
             "shortened": made.shortened,
             "over_trim": made.over_trim,
             "summary_cut": made.summary_cut,
+            "usage": usage_columns(made.usage),
         }
     )
     return Outcome(
@@ -339,6 +351,7 @@ def _store(
         shortened=made.shortened,
         over_trim=made.over_trim,
         summary_cut=made.summary_cut,
+        usage=made.usage,
     )
 
 
@@ -347,37 +360,21 @@ def _draft_key(pipe: Pipeline, measured: Measured, plan: Partition) -> tuple[str
     return (settings.store.url, settings.namespace, measured.thread_id, plan.prefix_hash)
 
 
-def _draft(pipe: Pipeline, text: str) -> Draft:
-    """A stored draft this process did not make (or has forgotten): its model as configured."""
-    settings = pipe.settings
-    if settings.compactor is not None:
-        return Draft(text, compactor_name(settings.compactor))
-    models = distinct_models(settings.summarizer, settings.fallback_model)
-    return Draft(text, model_name(models[0]) if models else "unknown")
-
-
-def _all_summaries(thread_id: str, namespace: str) -> StoreCall[list[SummaryRecord]]:
-    return StoreCall(
-        lambda s: s.list_summaries(thread_id, namespace),
-        lambda s: s.alist_summaries(thread_id, namespace),
-    )
-
-
 def _reviewed(
     pipe: Pipeline, measured: Measured, decision: Decision, plan: Partition, draft: Draft
 ) -> Step[Outcome]:
     """Put the draft to a person (``interrupt``), then store it, their text, or nothing."""
     ns, thread_id = pipe.settings.namespace, measured.thread_id
-    # Every version counts, revoked ones too: the store numbers the next one past them all.
-    stored = yield from perform(_all_summaries(thread_id, ns))
-    version = max((record.version for record in stored), default=0) + 1
+    version = yield from next_version(thread_id, ns)
     answer = ask_review(thread_id, version, draft.text)  # raises GraphInterrupt the first time
     key = _draft_key(pipe, measured, plan)
     if answer.action == "reject":
         yield from perform(drop_review(thread_id, ns, plan.prefix_hash))
         forget_draft(key)
         _emit_failed(pipe, measured, REJECTED, cause="review")
-        return Outcome("failed", plan.previous, calls=draft.calls, error=REJECTED)
+        return Outcome(
+            "failed", plan.previous, calls=draft.calls, error=REJECTED, usage=draft.usage
+        )
     kind = _kind(plan)
     if answer.action == "edit":
         assert answer.summary is not None
@@ -406,14 +403,10 @@ def _recalled(measured: Measured, plan: Partition) -> tuple[IndexedMessage, ...]
 
 
 def _failed(
-    pipe: Pipeline,
-    measured: Measured,
-    plan: Partition,
-    generation: int | None,
-    calls: int,
-    error: str,
+    pipe: Pipeline, measured: Measured, plan: Partition, generation: int | None, failure: Failure
 ) -> Step[Outcome]:
     """Record a failed summary (nothing stored) and fall back to the previous one, if any."""
+    error = failure.error
     failures: int | None = None
     effect = record_failure(
         measured.thread_id, pipe.settings.namespace, len(measured.messages), error, generation
@@ -426,4 +419,4 @@ def _failed(
     except SummaryStoreError as exc:
         logger.debug("could not record a summary failure: %s", exc)
     _emit_failed(pipe, measured, error, consecutive_failures=failures)
-    return Outcome("failed", plan.previous, calls=calls, error=error)
+    return Outcome("failed", plan.previous, calls=failure.calls, error=error, usage=failure.usage)
