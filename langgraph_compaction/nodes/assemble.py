@@ -34,6 +34,7 @@ from .._pipeline import Pipeline
 from .._report import CompactionAction, CompactionReport, ContextGauge
 from .._settings import emit
 from .._summaries import rescued_positions
+from .._telemetry import trace_compaction
 from .._tokens import TokenCounter, calibrated
 from ..store import SummaryRecord, storable
 
@@ -215,6 +216,7 @@ def assemble_node(pipe: Pipeline, state: OutcomeInput) -> dict[str, object]:
     if outcome.record is not None and outcome.action != "failed":
         pipe.memory.hold(measured.key, outcome.record, measured.epoch)
     messages, report = assemble(pipe, measured, outcome)
+    trace_compaction(report, measured.started_ns, measured.thread_id, pipe.settings.namespace)
     return {"llm_input_messages": messages, "compaction": report}
 
 

@@ -32,6 +32,7 @@ from .._settings import Settings, emit, thread_id_of
 from .._state import CompactionInput
 from .._steering import FORCED, steering, stored_summary
 from .._summaries import compressed_triggers, held_summary, still_serves
+from .._telemetry import trace_compaction
 from .._thresholds import find_keep_start, fired_triggers
 from .._tokens import HistoryScan, calibrated
 
@@ -143,6 +144,7 @@ def measure_step(
         if shrunk is not None:  # media_keep_last holds below every trigger too
             sent, saved, replaced = shrunk
             report = old_media_report(settings, measured, saved, replaced)
+            trace_compaction(report, measured.started_ns, measured.thread_id, settings.namespace)
         pipe.memory.remember_sent(measured.key, messages, report.tokens_after, measured.ratio)
         return Command(goto=END, update={"llm_input_messages": sent, "compaction": report})
     held = None if control.force else still_serves(pipe, measured)
