@@ -53,6 +53,12 @@ them back; the anchors get the same objects. ``floor`` is a bare one-node LangGr
 invoked on the same history: what LangGraph alone costs per call (this package is a graph;
 the anchors are timed as plain calls).
 
+Billing (``billing.py``): billed input under prompt caching with a breakpoint at the end of
+every call (the common prefix with the thread's previous call is read from the cache), and under
+Anthropic's explicit breakpoints only: this package replayed once more with ``cache_breakpoint``
+on, whose marked summary makes the prefix up to it a cache read on every turn that reuses it;
+without a breakpoint nothing is cached.
+
 Token estimates: ``tokens.py``.
 """
 
@@ -91,7 +97,7 @@ from typing_extensions import TypedDict
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE))
-from billing import PRICES, Bill, common_prefix  # noqa: E402
+from billing import PRICES, Bill, BreakpointCache, common_prefix  # noqa: E402
 from tokens import estimate_errors, exact_counter  # noqa: E402
 from traces import (  # noqa: E402
     concatenate_sessions,
@@ -186,6 +192,7 @@ class Compaction:
         store: SummaryStore,
         thread: str,
         headroom: float | None = None,
+        cache_breakpoint: bool = False,
     ) -> None:
         self.summarizer = CountingSummarizer()
         settings: dict[str, Any] = {
@@ -196,6 +203,8 @@ class Compaction:
         }
         if headroom is not None:
             settings["headroom_ratio"] = headroom
+        if cache_breakpoint:
+            settings["cache_breakpoint"] = True
         self.graph = create_compaction_graph(
             settings,
             model=self.summarizer,
@@ -305,6 +314,8 @@ class Replay:
     violation_turns: int = 0
     history_kept: bool = True
     bill: Bill = field(default_factory=Bill)
+    explicit: Bill = field(default_factory=Bill)
+    """Billed under Anthropic's explicit breakpoints only (none at the end of a call)."""
     inputs: list[list[list[AnyMessage]]] = field(default_factory=list)
 
 
@@ -338,6 +349,7 @@ def replay(
     for t, history in enumerate(workload.threads):
         runner = make(workload, store, f"{tag}-{system}-{workload.name}-{t}")
         previous: list[str] | None = None
+        breakpoints = BreakpointCache()
         thread_inputs: list[list[AnyMessage]] = []
         for end in model_call_points(history):
             before = runner.summarizer.calls
@@ -360,6 +372,7 @@ def replay(
             cached = count_tokens(model_input[:shared]) if shared else 0
             result.bill.cache_read += cached
             result.bill.cache_write += tokens - cached
+            breakpoints.bill(result.explicit, model_input, rendered, count_tokens)
             result.compaction_turns += runner.compacted
             # A compaction without a summarizer call: LangChain's middleware writes
             # "Previous conversation was too long to summarize." when its trim leaves nothing.
@@ -373,6 +386,8 @@ def replay(
         result.summary_input_tokens += runner.summarizer.input_tokens
         result.bill.summarizer_input += runner.summarizer.input_tokens
         result.bill.summarizer_output += runner.summarizer.output_tokens
+        result.explicit.summarizer_input += runner.summarizer.input_tokens
+        result.explicit.summarizer_output += runner.summarizer.output_tokens
         last = model_call_points(history)[-1]
         result.history_kept &= [m.id for m in runner.kept] == [m.id for m in history[:last]]
         result.inputs.append(thread_inputs)
@@ -483,6 +498,18 @@ def p95(values: Sequence[float]) -> float:
     return ordered[max(1, -(-95 * len(ordered) // 100)) - 1]
 
 
+def _bill_figures(bill: Bill, per100: float) -> dict[str, Any]:
+    return {
+        "cache_read_tokens_per_100_turns": bill.cache_read * per100,
+        "cache_write_tokens_per_100_turns": bill.cache_write * per100,
+        "uncached_tokens_per_100_turns": bill.uncached * per100,
+        "summarizer_input_tokens_per_100_turns": bill.summarizer_input * per100,
+        "summarizer_output_tokens_per_100_turns": bill.summarizer_output * per100,
+        "cached_share": bill.cached_share,
+        "billed_per_100_turns": bill.total * per100,
+    }
+
+
 def summarize_replay(r: Replay) -> dict[str, Any]:
     per100 = 100 / max(r.turns, 1)
     return {
@@ -499,14 +526,8 @@ def summarize_replay(r: Replay) -> dict[str, Any]:
         "stable_share": r.stable_turns / max(r.plain_turns, 1),
         "violation_turns": r.violation_turns,
         "history_kept": r.history_kept,
-        "billing": {
-            "cache_read_tokens_per_100_turns": r.bill.cache_read * per100,
-            "cache_write_tokens_per_100_turns": r.bill.cache_write * per100,
-            "summarizer_input_tokens_per_100_turns": r.bill.summarizer_input * per100,
-            "summarizer_output_tokens_per_100_turns": r.bill.summarizer_output * per100,
-            "cached_share": r.bill.cached_share,
-            "billed_per_100_turns": r.bill.total * per100,
-        },
+        "billing": _bill_figures(r.bill, per100),
+        "explicit_breakpoints": _bill_figures(r.explicit, per100),
     }
 
 
@@ -625,6 +646,37 @@ def render_billing(report: dict[str, Any]) -> list[str]:
         for workload, variants in report["headroom"].items():
             anchor = report["replay"][workload]["langchain"]["billing"]["billed_per_100_turns"]
             lines += [f"| {workload} | {row}" for row in _billing_rows(variants, anchor)]
+    if report.get("cache_breakpoint"):
+        lines += ["", *render_breakpoints(report)]
+    return lines
+
+
+def render_breakpoints(report: dict[str, Any]) -> list[str]:
+    """Billed input under Anthropic's explicit breakpoints only, with and without the summary's."""
+    lines = [
+        "Billed input under Anthropic's explicit breakpoints only (none at the end of a call), "
+        "per 100 turns: with `cache_breakpoint` the prefix up to the summary is a cache read on "
+        "every turn that reuses it (written once, 1.25x); without a breakpoint all input is "
+        "uncached (1x).",
+        "",
+        "| workload | system | cached share | cache read | cache write | uncached "
+        "| billed /100 turns | vs without |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for workload, marked in report["cache_breakpoint"].items():
+        rows = {
+            "compaction": report["replay"][workload]["compaction"]["explicit_breakpoints"],
+            "compaction, cache_breakpoint": marked["explicit_breakpoints"],
+        }
+        anchor = rows["compaction"]["billed_per_100_turns"]
+        for system, b in rows.items():
+            lines.append(
+                f"| {workload} | {system} | {b['cached_share']:.1%} | "
+                f"{b['cache_read_tokens_per_100_turns']:,.0f} | "
+                f"{b['cache_write_tokens_per_100_turns']:,.0f} | "
+                f"{b['uncached_tokens_per_100_turns']:,.0f} | "
+                f"{b['billed_per_100_turns']:,.0f} | {b['billed_per_100_turns'] / anchor:.2f}x |"
+            )
     return lines
 
 
@@ -699,6 +751,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     replays: dict[str, dict[str, Replay]] = {}
     variants: dict[str, dict[str, Replay]] = {}
+    marked: dict[str, Replay] = {}
     grow: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="compaction-compare-") as tmp:
         store = SummaryStore(f"sqlite:///{Path(tmp) / 'summaries.db'}")
@@ -714,6 +767,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         f"replay {workload.name}: {system}: {r.turns} turns, "
                         f"{r.summary_calls} summary calls in {time.perf_counter() - begun:.1f} s"
                     )
+                _progress(f"replay {workload.name}: compaction with cache_breakpoint ...")
+                marked[workload.name] = replay(
+                    "compaction+breakpoint",
+                    workload,
+                    store,
+                    started,
+                    functools.partial(Compaction, cache_breakpoint=True),
+                )
                 variants[workload.name] = {}
                 for headroom in args.headroom:
                     _progress(f"replay {workload.name}: compaction headroom {headroom:g} ...")
@@ -760,6 +821,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for w, per in variants.items()
             if per
         },
+        "cache_breakpoint": {w: summarize_replay(r) for w, r in marked.items()},
         "growth": grow,
         "tokens": token_errors({w: per["compaction"] for w, per in replays.items()}),
     }
