@@ -66,7 +66,7 @@ class ControlMethods:
         """
         if self._db.not_created():
             return _UNSTEERED
-        return self._db.run(lambda c: _controls.thread_controls(c, thread_id, namespace))
+        return self._db.read_controls(thread_id, namespace)
 
     async def athread_controls(self, thread_id: str, namespace: str) -> ThreadControls:
         """Async :meth:`thread_controls`."""

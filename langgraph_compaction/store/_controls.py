@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, func, select, update
 
@@ -28,9 +29,11 @@ from langgraph_compaction.store._tables import (
 from langgraph_compaction.store._text import storable
 
 __all__ = [
+    "CONTROLS",
     "bump_controls",
     "check_instruction",
     "check_thread_id",
+    "controls_from_row",
     "pin_ids",
     "pin_messages",
     "pinned_messages",
@@ -58,8 +61,9 @@ _THREAD_ROW = (
     threads.c.namespace == bindparam("namespace"),
 )
 # Built once with bound parameters: one statement, three lookups by primary key, whether
-# or not the thread has a row (most threads never have one).
-_CONTROLS = select(
+# or not the thread has a row (most threads never have one). ``_control_reads`` runs it on
+# every model call, compiled once.
+CONTROLS = select(
     select(threads.c.controls).where(*_THREAD_ROW).scalar_subquery(),
     select(threads.c.requested_at.is_not(None)).where(*_THREAD_ROW).scalar_subquery(),
     _GENERATION,
@@ -107,7 +111,12 @@ def pin_ids(ids: Sequence[str]) -> tuple[str, ...]:
 def thread_controls(conn: Connection, thread_id: str, namespace: str) -> ThreadControls:
     """The thread's control version and whether a request is pending: one statement."""
     params = {"thread_id": thread_id, "namespace": namespace}
-    controls, requested, generation = conn.execute(_CONTROLS, params).one()
+    return controls_from_row(tuple(conn.execute(CONTROLS, params).one()))
+
+
+def controls_from_row(row: Sequence[Any]) -> ThreadControls:
+    """The controls of :data:`CONTROLS`' row, as the engine or a raw cursor returns it."""
+    controls, requested, generation = row
     version = (int(generation) << _GENERATION_SHIFT) + (controls or 0)
     return ThreadControls(version, bool(requested))
 

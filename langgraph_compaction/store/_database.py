@@ -37,6 +37,8 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from langgraph_compaction._exceptions import SummaryStoreError
+from langgraph_compaction.store import _controls
+from langgraph_compaction.store._control_reads import ControlReader
 from langgraph_compaction.store._engine import (
     WRITE_OPTION,
     build_async_engine,
@@ -54,6 +56,7 @@ from langgraph_compaction.store._migrate import (
     ensure_schema,
     schema_is_current,
 )
+from langgraph_compaction.store._records import ThreadControls
 from langgraph_compaction.store._reopen import FileId, file_id, schema_missing, sqlite_path
 from langgraph_compaction.store._writers import WriteQueue, write_queue
 
@@ -106,6 +109,8 @@ class Database:
         """The SQLite file the sync engine made the schema in (device, inode)."""
         self._aengine_file: FileId | None = None
         """The same for the async engine."""
+        self._controls: ControlReader | None = None
+        """The per-call control read's own connection, made from the sync engine."""
 
     @contextmanager
     def errors(self) -> Iterator[None]:
@@ -216,6 +221,32 @@ class Database:
                         raise
                     engine, reopened = self._sync_engine_on_file(reopen=True), True
 
+    def read_controls(self, thread_id: str, namespace: str) -> ThreadControls:
+        """The thread's controls (``_controls.thread_controls``), read on every model call:
+        on the control reader's connection (``_control_reads``), not through a transaction
+        of the engine; through one when that fails (the engine's path reports the error, or
+        reopens a database that went away) or the database is in memory."""
+        if not self.memory:
+            with self.errors():
+                engine = self._sync_engine_on_file()
+            reader = self._controls
+            if reader is None or reader.engine is not engine:
+                reader = self._control_reader(engine)
+            try:
+                return _controls.controls_from_row(reader.read(thread_id, namespace))
+            except Exception:
+                pass  # the engine's path below says what failed
+        return self.run(lambda c: _controls.thread_controls(c, thread_id, namespace))
+
+    def _control_reader(self, engine: Engine) -> ControlReader:
+        with self._lock:
+            stale, reader = self._controls, self._controls
+            if reader is None or reader.engine is not engine:
+                reader = self._controls = ControlReader(engine, _controls.CONTROLS)
+        if stale is not None and stale is not reader:
+            stale.close()
+        return reader
+
     # -- async ---------------------------------------------------------------------------------
 
     def _engine_for(self, loop: asyncio.AbstractEventLoop) -> AsyncEngine | None:
@@ -312,6 +343,9 @@ class Database:
         """Close the sync engine's pooled connections; it is rebuilt on next use."""
         with self._lock:
             engine, self._engine = self._engine, None
+            reader, self._controls = self._controls, None
+        if reader is not None:
+            reader.close()
         if engine is not None:
             engine.dispose()
 
@@ -321,5 +355,5 @@ class Database:
             engine, self._aengine = self._aengine, None
         if engine is not None:
             await engine.dispose()
-        if self._engine is not None:
+        if self._engine is not None or self._controls is not None:
             await asyncio.to_thread(self.close)

@@ -1,0 +1,96 @@
+"""The per-call control read on its own connection (store/_control_reads.py).
+
+What it must keep: every change made by any process reaches the next read (on SQLite and
+PostgreSQL), a database that went away is read anew, and a broken connection costs one fallback
+to the engine, never a wrong answer. What it buys: on SQLite, a read when nothing was committed
+since is one ``PRAGMA data_version`` and no query.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from langgraph_compaction import SummaryStore
+from langgraph_compaction.store._records import ThreadControls
+
+_REQUEST = """
+import sys
+from langgraph_compaction import SummaryStore
+with SummaryStore(sys.argv[1]) as store:
+    store.request_compaction(sys.argv[2], instruction="Оставь идентификаторы как есть")
+"""
+
+
+def _request_from_another_process(url: str, thread_id: str) -> None:
+    subprocess.run([sys.executable, "-c", _REQUEST, url, thread_id], check=True, timeout=60)
+
+
+def test_changes_from_any_process_reach_the_next_read(store_url: str) -> None:
+    reader, writer = SummaryStore(store_url), SummaryStore(store_url)
+    thread = "线程-1"
+    try:
+        assert reader.thread_controls(thread, "default") == ThreadControls(0, False)
+        writer.request_compaction(thread)  # another connection of this process
+        assert reader.thread_controls(thread, "default") == ThreadControls(1, True)
+        assert writer.take_compaction_request(thread, "default") is not None
+        assert reader.thread_controls(thread, "default") == ThreadControls(1, False)
+        _request_from_another_process(store_url, thread)
+        assert reader.thread_controls(thread, "default") == ThreadControls(2, True)
+        reader.pin_messages(thread, ["رسالة-1"])  # this store's own write
+        assert reader.thread_controls(thread, "default") == ThreadControls(3, True)
+        writer.delete_thread(thread)
+        after = reader.thread_controls(thread, "default")
+        assert after.version > 3 and not after.requested
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_nothing_committed_since_costs_no_query(tmp_path: Path) -> None:
+    with SummaryStore(f"sqlite:///{tmp_path / 'store.db'}") as store:
+        store.request_compaction("seen")
+        assert store.thread_controls("seen", "default") == ThreadControls(1, True)
+        assert store._db._controls is not None
+        statements: list[str] = []
+        store._db._controls.connection.set_trace_callback(statements.append)
+        for _ in range(3):
+            assert store.thread_controls("seen", "default") == ThreadControls(1, True)
+        assert statements == ["PRAGMA data_version"] * 3
+        with SummaryStore(f"sqlite:///{tmp_path / 'store.db'}") as other:
+            other.pin_messages("seen", ["m-1"])
+        statements.clear()
+        assert store.thread_controls("seen", "default") == ThreadControls(2, True)
+        assert [s.split()[0] for s in statements] == ["PRAGMA", "SELECT"]
+
+
+def test_a_replaced_file_is_read_anew(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    with SummaryStore(f"sqlite:///{path}") as store:
+        store.request_compaction("t")
+        assert store.thread_controls("t", "default") == ThreadControls(1, True)
+        with SummaryStore(f"sqlite:///{tmp_path / 'other.db'}") as other:
+            for _ in range(3):
+                other.pin_messages("t", [f"m-{_}"])
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        os.replace(tmp_path / "other.db", path)
+        for suffix in ("-wal", "-shm"):
+            Path(f"{tmp_path / 'other.db'}{suffix}").unlink(missing_ok=True)
+        assert store.thread_controls("t", "default") == ThreadControls(3, False)
+
+
+def test_a_broken_connection_falls_back_to_the_engine(store_url: str) -> None:
+    with SummaryStore(store_url) as store:
+        store.request_compaction("t")
+        assert store.thread_controls("t", "default") == ThreadControls(1, True)
+        controls = store._db._controls
+        assert controls is not None
+        controls.connection.close()  # the server went away, say
+        assert store.thread_controls("t", "default") == ThreadControls(1, True)
+        assert controls.connection is None  # dropped; the next read opens another
+        store.request_compaction("t", instruction="second")
+        assert store.thread_controls("t", "default") == ThreadControls(2, True)
+        assert controls.connection is not None
