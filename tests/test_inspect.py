@@ -74,7 +74,8 @@ def test_the_overview_shows_threads_failures_and_calibration(
     assert header.split()[:4] == ["THREAD", "NAMESPACE", "VERSIONS", "LATEST"]
     assert set(rule) == {"-", " "} and len(rule) == len(header)
     assert row.split() == ["t-1", "default", "2", "v2", "22", *row.split()[5:7], "1"]
-    note = " ".join(" ".join(lines[top + 4 :]).split())
+    notes = lines[top + 4 : lines.index("", top + 5)]  # the usage table follows
+    note = " ".join(" ".join(notes).split())
     assert note.startswith("t-1 [default]: calibration 1.125; 1 consecutive failure(s), the last")
     assert note.endswith("UTC: model timed out")
 

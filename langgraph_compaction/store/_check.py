@@ -3,9 +3,10 @@
 It reports, in plain sentences, every way the rows break the store's own rules: a blank or
 malformed summary, two rows of one thread with the same version or two in use (neither
 edited nor revoked) with the same prefix, a parent that belongs elsewhere, is not older, or
-is missing without retention having trimmed it, an edit of the same prefix as its parent
-with another boundary, a revocation dated before its row, per-thread state out of range (a
-negative control version, a request instruction without a request), a blank pin or review,
+is missing without retention having trimmed it, a negative usage count (of a summary or a
+review), an edit of the same prefix as its parent with another boundary, a revocation dated
+before its row, per-thread state out of range (a negative control version, a request
+instruction without a request), a blank pin or review,
 a deletion generation below 1, a lease without an owner or that expires before it was taken,
 an indexed message whose content hash does not match its text or whose position is
 negative, and (SQLite) a full-text index out of step with its table. On SQLite it runs
@@ -22,7 +23,7 @@ from sqlalchemy import Connection, func, or_, select
 
 from langgraph_compaction.store._fulltext import FTS_TABLE
 from langgraph_compaction.store._migrate import HEAD_REVISION, current_revision
-from langgraph_compaction.store._records import IndexedMessage, SummaryKind
+from langgraph_compaction.store._records import USAGE_FIELDS, IndexedMessage, SummaryKind
 from langgraph_compaction.store._search import content_hash
 from langgraph_compaction.store._tables import (
     LIVE_SUMMARY,
@@ -94,6 +95,9 @@ def _row_problems(conn: Connection) -> list[str]:
         _S.prefix_hash,
         _S.created_at,  # read through UTCDateTime: an unreadable stamp raises here
         _S.revoked_at,
+        _S.input_tokens,
+        _S.output_tokens,
+        _S.cache_read_tokens,
     )
     for row in conn.execution_options(yield_per=1000).execute(stmt):
         where = f"summary {row.id}"
@@ -107,8 +111,8 @@ def _row_problems(conn: Connection) -> list[str]:
             problems.append(f"{where}: version {row.version} is below 1")
         if not row.prefix_hash:
             problems.append(f"{where}: empty prefix_hash")
-        for name in ("covered_messages", "summary_tokens", "source_tokens"):
-            if getattr(row, name) < 0:
+        for name in ("covered_messages", "summary_tokens", "source_tokens", *USAGE_FIELDS):
+            if (getattr(row, name) or 0) < 0:  # a usage count may be NULL: not reported
                 problems.append(f"{where}: negative {name}")
         if not _is_id_list(row.rescued_message_ids):
             problems.append(f"{where}: rescued_message_ids is not a JSON list of ids")
@@ -200,7 +204,7 @@ def _edit_problems(conn: Connection) -> list[str]:
 
 
 def _steering_problems(conn: Connection) -> list[str]:
-    """Pins name a message; a review holds text of a known kind."""
+    """Pins name a message; a review holds text of a known kind, and no negative usage."""
     problems = []
     for row in conn.execute(select(pins).where(pins.c.message_id == "")):
         problems.append(f"thread {row.thread_id!r} namespace {row.namespace!r}: a pin without id")
@@ -210,6 +214,9 @@ def _steering_problems(conn: Connection) -> list[str]:
             problems.append(f"{where}: blank summary text")
         if row.kind not in _KINDS:
             problems.append(f"{where}: kind {row.kind!r} is not one of {', '.join(_KINDS)}")
+        problems += [
+            f"{where}: negative {name}" for name in USAGE_FIELDS if (row._mapping[name] or 0) < 0
+        ]
     return problems
 
 

@@ -1,9 +1,10 @@
 """``python -m langgraph_compaction.store``: what a summary store holds, at a glance.
 
 ``inspect`` without ``--thread``: one line per thread (its newest summary, failures,
-calibration, pinned messages and a pending compaction request); with ``--thread``: every
-stored version of that thread, with its lineage, edits and revocations (an unknown thread is
-an error, exit status 1);
+calibration, pinned messages and a pending compaction request) and what its summary calls
+cost (summed over its stored versions, revoked ones too: their calls were made); with
+``--thread``: every stored version of that thread, with its lineage, edits, revocations and
+usage (an unknown thread is an error, exit status 1);
 ``--full`` prints whole summaries (see ``_render``, which fits it all in 100 columns).
 ``--json`` prints the same data for scripts. ``inspect`` and ``check`` (the consistency check,
 exit status 1 when it finds a problem) only read: they never create tables or switch a SQLite
@@ -22,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Column, Connection, Engine, Select, func, inspect, select
+from sqlalchemy import Column, Connection, Engine, Label, Select, case, func, inspect, or_, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from langgraph_compaction._exceptions import SummaryStoreError
@@ -40,6 +41,7 @@ from langgraph_compaction.store._engine import (
     mask_url,
 )
 from langgraph_compaction.store._migrate import SCHEMA_VERSION, stored_schema_version
+from langgraph_compaction.store._records import USAGE_FIELDS
 from langgraph_compaction.store._render import WIDTH, render_text, wrap
 from langgraph_compaction.store._store import SummaryStore
 from langgraph_compaction.store._tables import pins, summaries, threads
@@ -122,17 +124,43 @@ def _filtered(stmt: Select[Any], table: Any, thread: str | None, ns: str | None)
     return stmt if ns is None else stmt.where(table.c.namespace == ns)
 
 
+def _usage_totals(columns: list[Column[Any]]) -> list[Label[Any]]:
+    """Per thread: each usage column's sum over the versions that reported it (SQL's SUM
+    skips NULLs, and is NULL when none did: never 0 for unknown), and how many versions
+    reported any. None before schema 6."""
+    if not set(USAGE_FIELDS) <= {c.name for c in columns}:
+        return []
+    usage = [summaries.c[name] for name in USAGE_FIELDS]
+    reported = func.sum(case((or_(*(c.is_not(None) for c in usage)), 1), else_=0))
+    return [
+        *(func.sum(c).label(f"total_{c.name}") for c in usage),
+        reported.label("usage_reported"),
+    ]
+
+
+def _summary_usage(row: Any) -> dict[str, int | None]:
+    """A thread's ``summary_usage``: the totals of :func:`_usage_totals`."""
+    totals = {name: row[f"total_{name}"] for name in USAGE_FIELDS}
+    return {**totals, "versions_reported": int(row["usage_reported"] or 0)}
+
+
 def _threads(
     conn: Connection, columns: list[Column[Any]], thread: str | None, ns: str | None, full: bool
 ) -> list[dict[str, Any]]:
     """One entry per (thread, namespace) with a summary or a state row, newest summary first."""
     s = summaries.c
+    totals = _usage_totals(columns)
     counts = select(
-        s.thread_id, s.namespace, func.count().label("versions"), func.max(s.version).label("top")
+        s.thread_id,
+        s.namespace,
+        func.count().label("versions"),
+        func.max(s.version).label("top"),
+        *totals,
     ).group_by(s.thread_id, s.namespace)
     agg = _filtered(counts, summaries, thread, ns).subquery()
+    sums = [agg.c[t.name] for t in totals]
     newest = (
-        select(*columns, agg.c.versions, _PARENT.c.version.label("parent_row_version"))
+        select(*columns, agg.c.versions, *sums, _PARENT.c.version.label("parent_row_version"))
         .join(agg, (s.thread_id == agg.c.thread_id) & (s.namespace == agg.c.namespace))
         .where(s.version == agg.c.top)
         .outerjoin(_PARENT, _PARENT.c.id == s.parent_id)
@@ -142,6 +170,7 @@ def _threads(
         found[(row["thread_id"], row["namespace"])] = {
             **_summary_fields(row, columns, full),
             "versions": row["versions"],
+            **({"summary_usage": _summary_usage(row)} if totals else {}),
         }
     state = select(*_present_columns(conn, threads))
     for row in conn.execute(_filtered(state, threads, thread, ns)).mappings():

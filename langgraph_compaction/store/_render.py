@@ -1,10 +1,12 @@
 """``inspect``'s report as text for people, no line wider than a 100-column terminal.
 
 Without ``--thread``: one table row per thread (long ids cut in the middle, ``--json`` has
-them whole; a revoked newest version says so), then a line per thread with failures,
-calibration, pinned messages or a pending compaction request. With ``--thread``: a block per
-stored version (its kind, ``edited`` for a person's text, and ``REVOKED`` when withdrawn),
-its figures on two lines and a preview of its text, or, with ``--full``, the whole text.
+them whole; a revoked newest version says so), a line per thread with failures, calibration,
+pinned messages or a pending compaction request, then a second table of what each thread's
+summary calls cost (``n/a`` where no version reported a count: unknown is never shown as 0).
+With ``--thread``: a block per stored version (its kind, ``edited`` for a person's text, and
+``REVOKED`` on a line of its own when withdrawn), its figures and usage on two lines and a
+preview of its text, or, with ``--full``, the whole text.
 Without ``--thread``, ``--full`` prints each thread's newest summary whole.
 """
 
@@ -22,6 +24,10 @@ WIDTH = 100
 """Columns of the terminal every line fits."""
 _INDENT = "    "
 _CUT = "…"
+_UNKNOWN = "n/a"
+"""A usage count no version reported."""
+_EMPTY = ("-", _UNKNOWN)
+"""Cells that leave a column numeric."""
 _PREVIEW = 80
 """Characters of ``summary_preview`` in a report (``load_report``)."""
 
@@ -84,9 +90,10 @@ def render_table(
     """
     widths = fit_widths(headers, rows, width, shrink)
     rows = [[cut_middle(c, w) for c, w in zip(r, widths, strict=True)] for r in rows]
-    # A column is numeric when every filled cell ("-" is empty) is a number.
+    # A column is numeric when every filled cell ("-" and "n/a" are empty) is a number.
     numeric = [
-        any(r[i] != "-" for r in rows) and all(r[i] == "-" or _is_number(r[i]) for r in rows)
+        any(r[i] not in _EMPTY for r in rows)
+        and all(r[i] in _EMPTY or _is_number(r[i]) for r in rows)
         for i in range(len(headers))
     ]
 
@@ -143,6 +150,42 @@ def _thread_cells(e: dict[str, Any]) -> list[str]:
     ]
 
 
+_USAGE_HEADERS = ("THREAD", "NAMESPACE", "INPUT", "OUTPUT", "CACHE READ", "REPORTED BY")
+_USAGE_TITLE = (
+    "Summary calls' tokens, summed over each thread's stored versions (n/a: none reported):"
+)
+
+
+def _count(value: int | None) -> str:
+    return _UNKNOWN if value is None else f"{value:,}"
+
+
+def _usage_cells(e: dict[str, Any]) -> list[str]:
+    u = e["summary_usage"]
+    counts = (u["input_tokens"], u["output_tokens"], u["cache_read_tokens"])
+    reported = f"{u['versions_reported']} of {e['versions']} version(s)"
+    return [_thread_name(e), e["namespace"], *map(_count, counts), reported]
+
+
+def _usage_table(entries: Sequence[dict[str, Any]]) -> list[str]:
+    """The usage table of the threads with summaries; nothing before schema 6."""
+    rows = [_usage_cells(e) for e in entries if e["versions"] and "summary_usage" in e]
+    if not rows:
+        return []
+    return ["", _USAGE_TITLE, render_table(_USAGE_HEADERS, rows, shrink=_SHRINK)]
+
+
+def _version_usage(v: dict[str, Any]) -> str:
+    """``usage 1,200 in, 300 out, 0 cache-read``; ``usage n/a`` when nothing was reported
+    (an edit, a model that reports no usage, a row older than schema 6)."""
+    counts = [v.get(name) for name in ("input_tokens", "output_tokens", "cache_read_tokens")]
+    if all(count is None for count in counts):
+        return f"usage {_UNKNOWN}"
+    labels = ("in", "out", "cache-read")
+    cells = zip(counts, labels, strict=True)
+    return "usage " + ", ".join(f"{_count(count)} {label}" for count, label in cells)
+
+
 def _thread_notes(e: dict[str, Any]) -> list[str]:
     """Calibration and the last failure of a thread, when it has them, wrapped."""
     parts = []
@@ -175,9 +218,11 @@ def _version_block(v: dict[str, Any], full: bool) -> list[str]:
         f"messages  {_num(v['summary_tokens'])} tokens from {_num(v['source_tokens'])}{ratio}"
     )
     second = f"created {_stamp(v['created_at'])} UTC  model {v.get('model') or '-'}"
-    if v.get("revoked_at"):
-        second += f"  REVOKED {_stamp(v['revoked_at'])} UTC"
+    if "input_tokens" in v:  # schema 6
+        second += f"  {_version_usage(v)}"
     lines = [*wrap(first), *wrap(second, indent=_INDENT)]
+    if v.get("revoked_at"):  # rare, and the second line is full with the usage
+        lines.append(f"{_INDENT}REVOKED {_stamp(v['revoked_at'])} UTC")
     if full:
         return lines + wrap(v["summary"], indent=_INDENT)
     preview = v["summary_preview"]
@@ -214,6 +259,7 @@ def render_text(report: dict[str, Any], *, full: bool = False) -> str:
             out.append("(long names are cut in the middle to fit; --json prints them whole)")
         notes = [line for e in entries for line in _thread_notes(e)]
         out += ["", *notes] if notes else []
+        out += _usage_table(entries)
         if full and "versions" not in report:
             out += _newest_summaries(entries)
     if "versions" in report:
