@@ -12,9 +12,16 @@ scenarios:
   ``measure`` (DESIGN 6.1: no store access, no model call).
 - ``reuse``: the graph first runs once with a trigger the history crosses, so a deterministic,
   instant fake summarizer (``InstantSummarizer`` below) writes a summary to the SQLite store.
-  The timed calls then go through all five nodes and serve that stored summary (the whole
-  history still fires the trigger, the compressed context does not): store reads, no model
-  call. Every timed call is checked to report the expected action.
+  The timed calls then serve that stored summary (the whole history still fires the trigger,
+  the compressed context does not): measure, then assemble; the thread's control version
+  read, no model call. Every timed call is checked to report the expected action.
+- ``restart``: every timed call is the first of a new graph object (a restarted worker) on a
+  history whose summary the store holds, on the same store (its engine already built).
+- ``langmem`` (when ``langmem`` is importable: ``benchmarks/requirements.txt``): LangMem's
+  ``summarize_messages`` on the same histories, with the running summary of a first call that
+  summarized (trigger at 60% of the history's tokens): the timed calls make no summary call
+  (checked) and return the summary and the messages after it. No graph: ``own ms`` is its
+  median.
 
 Method:
 
@@ -34,8 +41,9 @@ Method:
   overhead can come out negative at small sizes. Two more floors on the same history: one
   empty node (``1-node ms``), and an empty node routing by ``Command`` to one that writes the
   output (``2-node ms``, the reuse path's shape). ``own ms`` is the median minus the empty graph
-  of the same path (one node for passthrough, two for reuse, five for restart): the pipeline's
-  own work.
+  of the same path (one node for passthrough, two for reuse and restart, which serve a stored
+  summary from measure straight to assemble): the pipeline's own work. ``passes`` divides the
+  median, ``own passes`` the own time, by one counter pass over the same history.
 - Timer: ``time.perf_counter_ns`` (or ``time.process_time_ns``) around ``invoke`` only. The
   pre-built copies are moved out of the collector's reach (``gc.freeze``); the collector runs
   between calls and is paused during each timed call, as ``timeit`` does.
@@ -99,8 +107,10 @@ KEEP_MESSAGES = 20
 HEADER = (
     f"{'size':>6}  {'scenario':<11}  {'median ms':>9}  {'p95 ms':>8}  "
     f"{'floor median ms':>15}  {'overhead ms':>11}  {'aim ms':>6}  "
-    f"{'1-node ms':>9}  {'2-node ms':>9}  {'own ms':>7}  {'counter ms':>10}  {'passes':>6}"
+    f"{'1-node ms':>9}  {'2-node ms':>9}  {'own ms':>7}  {'counter ms':>10}  {'passes':>6}  "
+    f"{'own passes':>10}"
 )
+SCENARIOS = ("passthrough", "reuse", "restart", "langmem")
 
 # --------------------------------------------------------------------------- messages
 
@@ -270,6 +280,45 @@ Invoke = Callable[..., Any]
 """A graph's ``invoke`` (overloaded, so typed loosely)."""
 
 
+def langmem_available() -> bool:
+    try:
+        import langmem.short_term  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@dataclass
+class _Action:
+    action: str
+
+
+class LangMemCall:
+    """LangMem's ``summarize_messages`` with a graph's ``invoke`` signature, carrying the
+    running summary of its first call; each call reports ``summarized`` or ``reused``."""
+
+    def __init__(self, base: Sequence[BaseMessage]) -> None:
+        from langmem.short_term import summarize_messages
+
+        self._summarize = summarize_messages
+        self.trigger = count_tokens_approximately(base) * 6 // 10
+        self.model = InstantSummarizer()
+        self.running: Any = None
+
+    def invoke(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        result = self._summarize(
+            state["messages"],
+            running_summary=self.running,
+            model=self.model,
+            max_tokens=self.trigger,
+            max_tokens_before_summary=self.trigger,
+            max_summary_tokens=256,
+        )
+        summarized = result.running_summary is not self.running
+        self.running = result.running_summary
+        return {"compaction": _Action("summarized" if summarized else "reused")}
+
+
 # --------------------------------------------------------------------------- timing
 
 
@@ -294,7 +343,12 @@ class Row:
     @property
     def own_ms(self) -> float:
         """Time past the empty graph of the same path: the pipeline's own work."""
-        path = {"passthrough": self.one_node_ms, "reuse": self.two_node_ms}
+        path = {
+            "passthrough": self.one_node_ms,
+            "reuse": self.two_node_ms,
+            "restart": self.two_node_ms,
+            "langmem": 0.0,  # a function call, no graph
+        }
         return self.median_ms - path.get(self.scenario, self.floor_median_ms)
 
     def render(self) -> str:
@@ -305,7 +359,7 @@ class Row:
             f"{self.floor_median_ms:>15.3f}  {self.overhead_ms:>11.3f}  {aim_text:>6}  "
             f"{self.one_node_ms:>9.3f}  {self.two_node_ms:>9.3f}  {self.own_ms:>7.3f}  "
             f"{self.counter_ms:>10.3f}  "
-            f"{self.median_ms / self.counter_ms:>6.2f}"
+            f"{self.median_ms / self.counter_ms:>6.2f}  {self.own_ms / self.counter_ms:>10.2f}"
         )
 
 
@@ -362,7 +416,10 @@ def measure_configuration(
         "trigger": {"type": "tokens", "value": count_tokens_approximately(base) // 2},
         "keep": {"type": "messages", "value": KEEP_MESSAGES},
     }
-    if scenario == "passthrough":
+    if scenario == "langmem":
+        graph: Any = LangMemCall(base)
+        expected = "reused"
+    elif scenario == "passthrough":
         graph = create_compaction_graph(
             {"trigger": {"type": "tokens", "value": 10**12}}, store=store
         )
@@ -371,7 +428,7 @@ def measure_configuration(
         graph = create_compaction_graph(reuse_config, model=InstantSummarizer(), store=store)
         expected = "reused"
     first = graph.invoke({"messages": roundtrip(base)}, config)["compaction"]
-    if scenario == "reuse" and first.action != "summarized":
+    if scenario in ("reuse", "langmem") and first.action != "summarized":
         raise SystemExit(f"{prefix}: priming call did {first.action!r}, expected 'summarized'")
     histories = fresh_histories(base, prefix, repeats)
     # "restart": every timed call is the first of a new graph object (a restarted worker),
@@ -476,8 +533,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 _progress(f"profiling the reuse path at {args.profile} messages ...")
                 profile_reuse(args.profile, repeats, store)
                 return 0
+            scenarios = SCENARIOS if langmem_available() else SCENARIOS[:-1]
+            if len(scenarios) < len(SCENARIOS):
+                _progress("langmem is not installed: no langmem rows")
             for size in sizes:
-                for scenario in ("passthrough", "reuse", "restart"):
+                for scenario in scenarios:
                     _progress(f"{size:>6} messages, {scenario}: {repeats} calls ...")
                     started = time.perf_counter()
                     row = measure_configuration(size, scenario, store, floor, repeats, clock)
@@ -497,9 +557,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"\n{repeats} fresh (deserialized) histories per row, {args.clock} clock; "
         "overhead = median - floor median (five empty nodes); 1-node ms: one empty node;\n"
         "2-node ms: an empty node routing by Command to one writing the output (the reuse path);\n"
-        "own ms = median - the empty graph of the same path (1-node, 2-node, five nodes);\n"
-        "counter ms: one count_tokens_approximately pass; passes = median / counter ms.\n"
+        "own ms = median - the empty graph of the same path (1-node; 2-node for reuse, restart);\n"
+        "counter ms: one count_tokens_approximately pass; passes = median / counter ms,\n"
+        "own passes = own ms / counter ms.\n"
         "restart: the first call of a new graph object on a history whose summary is stored.\n"
+        "langmem: langmem.short_term.summarize_messages with its running summary (no graph).\n"
         "Aim: overhead under 0.3 ms at 1,000 and under 2 ms at 10,000 messages."
     )
     return 0

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Collection, Sequence
+from itertools import repeat
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
@@ -84,6 +85,8 @@ def pinned_units(
 
     ``start`` must be where a unit begins (the leading system messages' end, a cutoff).
     """
+    if not any(map(is_pinned, messages[start:end], repeat(pins))):  # the usual case
+        return []
     found = []
     for first, unit_end in split_tool_units(messages, start):
         if unit_end > end:

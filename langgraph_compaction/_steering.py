@@ -13,6 +13,10 @@ trigger, where a call would otherwise pass the whole conversation through: so a 
 serving the summary it holds there, and a process that sees a steered thread for the first
 time (or after a change) looks its summaries up once, so that every worker sends the same.
 
+The control version's row also holds the thread's stored calibration ratio, so a process
+that first sees a thread adopts it in the same read; over a trigger, such a process (a
+restarted worker) looks the thread's summaries up once in measure (:func:`summary_in_store`).
+
 The store failing here never fails the call: it goes on with what this process last saw, and
 the reads pause for a few seconds so that an outage does not cost every passing call a
 connection attempt.
@@ -38,7 +42,7 @@ from ._pipeline import Pipeline
 from ._summaries import find_matching_summaries, summary_fits
 from .store import SummaryRecord
 
-__all__ = ["CONTROL_PAUSE_S", "FORCED", "steering", "stored_summary"]
+__all__ = ["CONTROL_PAUSE_S", "FORCED", "steering", "stored_summary", "summary_in_store"]
 
 FORCED = "force"
 """The trigger label of a call compacted because it was asked to (``triggers_fired``)."""
@@ -67,6 +71,7 @@ def steering(
         current = yield from perform(thread_controls(thread_id, namespace))
         if known is None or current.version != known[0]:
             memory.forget_held(key)  # edited or revoked since: look in the store again
+            memory.load_ratio(key, current.calibration)  # a thread first seen: its ratio
             pins = frozenset()
             if current.version:  # version 0: never steered, nothing was ever pinned
                 pins = yield from perform(pinned_messages(thread_id, namespace))
@@ -80,6 +85,26 @@ def steering(
         memory.pause_controls(now, CONTROL_PAUSE_S)
         logger.debug("could not read the thread's controls: %s", exc)
     return control, pins, fresh
+
+
+def summary_in_store(pipe: Pipeline, measured: Measured) -> Step[tuple[SummaryRecord, bool] | None]:
+    """For a thread this process has not served yet, over a trigger: the stored summary that
+    partition would choose (the oldest that matches and fits, so the input keeps its bytes),
+    and whether it is the newest matching one. Read here, in one lookup, a restarted worker's
+    first call goes straight to assemble; None (nothing serves, or the store fails) goes on
+    to prune, and partition looks again."""
+    ns, thread_id = pipe.settings.namespace, measured.thread_id
+    try:
+        summaries = yield from perform(latest_summaries(thread_id, ns, 8))
+    except SummaryStoreError as exc:
+        logger.debug("could not read the thread's summaries: %s", exc)
+        return None
+    matching = find_matching_summaries(summaries, measured.messages, measured.scan)
+    record = next((r for r in reversed(matching) if summary_fits(pipe, measured, r)), None)
+    if record is None:
+        return None
+    pipe.memory.note_store_ok(pipe.settings.store)
+    return record, record is matching[0]
 
 
 def stored_summary(pipe: Pipeline, measured: Measured) -> Step[SummaryRecord | None]:

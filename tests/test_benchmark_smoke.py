@@ -46,6 +46,8 @@ def test_overhead_quick_prints_the_table() -> None:
         "counter",
         "ms",
         "passes",
+        "own",
+        "passes",
     ]
     assert "passthrough" in result.stdout
     assert "reuse" in result.stdout

@@ -4,11 +4,14 @@ Threshold first: when no trigger fires the call passes ``messages`` through unto
 model call and one store read at most: the thread's control version (``_steering``), so that a
 request to compact, a pin, an edit or a revoke made by any process reaches the next call.
 When the summary this process served last still matches and fits, the call goes straight to
-assemble (the reuse fast path). ``configurable.compaction`` steers one call: ``skip`` passes
-it through untouched, ``force`` (or a request filed in the store) compacts it even under
-every trigger.
+assemble (the reuse fast path); so does a call over a trigger on a thread this process has not
+seen yet (a restarted worker) when a stored summary serves it: one lookup here, not prune,
+partition and summarize with their reads. ``configurable.compaction`` steers one call:
+``skip`` passes it through untouched, ``force`` (or a request filed in the store) compacts it
+even under every trigger.
 
-    measure -> END (pass through, skipped, old media replaced) | assemble (summary held) | prune
+    measure -> END (pass through, skipped, old media replaced)
+             | assemble (the summary held, or stored and first seen) | prune
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from .._pipeline import Pipeline, Precompact
 from .._report import CompactionReport, ContextGauge
 from .._settings import Settings, emit, thread_id_of
 from .._state import CompactionInput
-from .._steering import FORCED, steering, stored_summary
+from .._steering import FORCED, steering, stored_summary, summary_in_store
 from .._summaries import compressed_triggers, held_summary, still_serves
 from .._telemetry import trace_compaction
 from .._thresholds import find_keep_start, fired_triggers
@@ -123,6 +126,7 @@ def measure_step(
         report = passthrough_report(settings, measured.tokens_before)
         return Command(goto=END, update={"llm_input_messages": messages, "compaction": report})
     key = (settings.namespace, thread_id_of(config))
+    first_sight = bool(key[1]) and pipe.memory.controls(key) is None
     control, pins, fresh = yield from steering(pipe, key, control)
     measured = measure(pipe, messages, config, control, pins)
     for event in pipe.jobs.take_events(measured.key):
@@ -148,10 +152,17 @@ def measure_step(
         pipe.memory.remember_sent(measured.key, messages, report.tokens_after, measured.ratio)
         return Command(goto=END, update={"llm_input_messages": sent, "compaction": report})
     held = None if control.force else still_serves(pipe, measured)
+    newest = True
+    if held is None and first_sight and not control.force:  # a restarted worker, say
+        found = yield from summary_in_store(pipe, measured)
+        if found is not None:
+            held, newest = found
     if held is None:
         return Command(goto="prune", update={"measured": measured})
-    if settings.precompact_thresholds and compressed_triggers(
-        pipe, measured, held, settings.precompact_thresholds
+    if (
+        newest  # else a newer summary is stored already: nothing to prepare
+        and settings.precompact_thresholds
+        and compressed_triggers(pipe, measured, held, settings.precompact_thresholds)
     ):
         yield precompact(pipe, measured, held)
     return Command(

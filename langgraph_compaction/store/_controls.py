@@ -60,13 +60,14 @@ _THREAD_ROW = (
     threads.c.thread_id == bindparam("thread_id"),
     threads.c.namespace == bindparam("namespace"),
 )
-# Built once with bound parameters: one statement, three lookups by primary key, whether
+# Built once with bound parameters: one statement, four lookups by primary key, whether
 # or not the thread has a row (most threads never have one). ``_control_reads`` runs it on
 # every model call, compiled once.
 CONTROLS = select(
     select(threads.c.controls).where(*_THREAD_ROW).scalar_subquery(),
     select(threads.c.requested_at.is_not(None)).where(*_THREAD_ROW).scalar_subquery(),
     _GENERATION,
+    select(threads.c.calibration).where(*_THREAD_ROW).scalar_subquery(),
 )
 
 
@@ -116,9 +117,9 @@ def thread_controls(conn: Connection, thread_id: str, namespace: str) -> ThreadC
 
 def controls_from_row(row: Sequence[Any]) -> ThreadControls:
     """The controls of :data:`CONTROLS`' row, as the engine or a raw cursor returns it."""
-    controls, requested, generation = row
+    controls, requested, generation, calibration = row
     version = (int(generation) << _GENERATION_SHIFT) + (controls or 0)
-    return ThreadControls(version, bool(requested))
+    return ThreadControls(version, bool(requested), calibration)
 
 
 def bump_controls(conn: Connection, thread_id: str, namespace: str) -> None:

@@ -11,7 +11,7 @@ import dataclasses
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, get_args
 
@@ -136,6 +136,10 @@ class ThreadControls:
     seen before a deletion never comes back after it."""
     requested: bool
     """A compaction request is pending (``request_compaction``)."""
+    calibration: float | None = field(default=None, compare=False)
+    """The thread's stored token ratio (``ThreadState.calibration``): on the same row, so a
+    process that first sees the thread adopts it without another read. Not a control: left
+    out of comparisons."""
 
 
 @dataclass(frozen=True, slots=True)
