@@ -1,8 +1,12 @@
 """create_compaction_graph: the compaction pipeline as a compiled LangGraph subgraph.
 
-    measure -> END | prune | assemble        (pass through; the held summary; go on)
+    measure -> END | prune                   (pass through or serve a summary; go on)
     prune -> assemble | partition            (pruning alone fits; go on)
     partition -> summarize -> assemble -> END
+
+When measure serves a summary (the one it holds, or a stored one a restarted worker finds),
+assemble's function runs in measure's step and the call ends there: a LangGraph step costs
+about as much as the rest of a warm call, so the common call is one step, not two.
 
 Every node returns ``Command(goto=...)`` or a plain update of frozen records, so the drawing
 (``graph.get_graph().draw_mermaid()``) shows where work happens. A node that does I/O is a
@@ -12,13 +16,14 @@ step of effects run by the sync or the async driver; one class makes both paths.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command
 
 from ._background import precompact
 from ._call import DecisionInput, MeasuredInput, OutcomeInput, WorkingState
@@ -150,6 +155,27 @@ class _StepNode(Runnable[S, T], Generic[S, T]):
         return await adrive(step, self._pipe.settings.store)
 
 
+class _MeasureNode(_StepNode[CompactionInput, Command[str]]):
+    """measure; a summary it serves is assembled in the same step (``assemble_node``)."""
+
+    def invoke(
+        self, input: CompactionInput, config: RunnableConfig | None = None, **_: Any
+    ) -> Command[str]:
+        return _assembled(self._pipe, super().invoke(input, config))
+
+    async def ainvoke(
+        self, input: CompactionInput, config: RunnableConfig | None = None, **_: Any
+    ) -> Command[str]:
+        return _assembled(self._pipe, await super().ainvoke(input, config))
+
+
+def _assembled(pipe: Pipeline, command: Command[str]) -> Command[str]:
+    """A ``goto="assemble"`` turned into assemble's output and the end of the call."""
+    if command.goto != "assemble" or not isinstance(command.update, dict):
+        return command
+    return Command(goto=END, update=assemble_node(pipe, cast(OutcomeInput, command.update)))
+
+
 class _PlainNode(Runnable[S, T], Generic[S, T]):
     """A node without I/O: the same function on both paths."""
 
@@ -170,9 +196,9 @@ def build_graph(pipe: Pipeline, *, name: str = "compaction") -> CompiledCompacti
     # Each node declares what it reads (its input schema), as langgraph's prebuilt agent does.
     builder.add_node(
         "measure",
-        _StepNode("measure", pipe, measure_step),
+        _MeasureNode("measure", pipe, measure_step),
         input_schema=CompactionInput,
-        destinations=("prune", "assemble", END),
+        destinations=("prune", END),
     )
     builder.add_node(
         "prune",
