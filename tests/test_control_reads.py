@@ -94,3 +94,18 @@ def test_a_broken_connection_falls_back_to_the_engine(store_url: str) -> None:
         store.request_compaction("t", instruction="second")
         assert store.thread_controls("t", "default") == ThreadControls(2, True)
         assert controls.connection is not None
+
+
+async def test_the_async_read_takes_the_same_connection(store_url: str) -> None:
+    reader, writer = SummaryStore(store_url), SummaryStore(store_url)
+    thread = "поток-2"
+    try:
+        await writer.arequest_compaction(thread)
+        assert await reader.athread_controls(thread, "default") == ThreadControls(1, True)
+        assert reader._db._controls is not None  # read in a worker thread, not the async engine
+        assert reader._db._controls.connection is not None
+        await writer.apin_messages(thread, ["消息-1"])
+        assert await reader.athread_controls(thread, "default") == ThreadControls(2, True)
+    finally:
+        await reader.aclose()
+        await writer.aclose()

@@ -72,7 +72,7 @@ class ControlMethods:
         """Async :meth:`thread_controls`."""
         if self._db.not_created():
             return _UNSTEERED
-        return await self._db.arun(lambda c: _controls.thread_controls(c, thread_id, namespace))
+        return await self._db.aread_controls(thread_id, namespace)
 
     def pin_messages(
         self, thread_id: str, message_ids: Sequence[str], *, namespace: str = "default"

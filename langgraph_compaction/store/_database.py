@@ -238,6 +238,14 @@ class Database:
                 pass  # the engine's path below says what failed
         return self.run(lambda c: _controls.thread_controls(c, thread_id, namespace))
 
+    async def aread_controls(self, thread_id: str, namespace: str) -> ThreadControls:
+        """:meth:`read_controls` for a task: in one worker thread (a stat, maybe an engine
+        build, one statement), not through the async engine's several hops; an in-memory
+        database, which only the async engine reaches, through that engine."""
+        if self.memory:
+            return await self.arun(lambda c: _controls.thread_controls(c, thread_id, namespace))
+        return await asyncio.to_thread(self.read_controls, thread_id, namespace)
+
     def _control_reader(self, engine: Engine) -> ControlReader:
         with self._lock:
             stale, reader = self._controls, self._controls
