@@ -15,7 +15,8 @@ connection only reads, so its own statements never move it. What is read is the 
 way: a stale row is never served.
 
 Any failure closes the connection and gives the caller the error to fall back on (the
-engine's path, which knows how to report it and to reopen a database that went away).
+engine's path, which knows how to report it and to reopen a database that went away). The
+async path runs the same read in a worker thread (``Database.aread_controls``).
 """
 
 from __future__ import annotations
