@@ -126,8 +126,11 @@ def measure_step(
         report = passthrough_report(settings, measured.tokens_before)
         return Command(goto=END, update={"llm_input_messages": messages, "compaction": report})
     key = (settings.namespace, thread_id_of(config))
-    first_sight = bool(key[1]) and pipe.memory.controls(key) is None
+    unseen = bool(key[1]) and pipe.memory.controls(key) is None
     control, pins, fresh = yield from steering(pipe, key, control)
+    # A thread this process had not seen, whose controls the store just gave (not in an
+    # outage, when a summaries lookup would only wait for the store to fail again).
+    first_sight = unseen and pipe.memory.controls(key) is not None
     measured = measure(pipe, messages, config, control, pins)
     for event in pipe.jobs.take_events(measured.key):
         emit(event)
