@@ -15,7 +15,8 @@ from fakes import RecordingSummarizer
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from langgraph_compaction import SummaryStore, create_compaction_graph
+from langgraph_compaction import SummaryRecord, SummaryStore, create_compaction_graph
+from langgraph_compaction.store import ThreadState
 
 THREAD: RunnableConfig = {"configurable": {"thread_id": "线程-restart"}}
 CONFIG = {"trigger": {"type": "tokens", "value": 1500}, "keep": {"type": "messages", "value": 6}}
@@ -32,11 +33,13 @@ class _CountingStore(SummaryStore):
         super().__init__(url)
         self.reads: list[str] = []
 
-    def thread_state(self, thread_id: str, namespace: str) -> Any:
+    def thread_state(self, thread_id: str, namespace: str) -> ThreadState:
         self.reads.append("thread_state")
         return super().thread_state(thread_id, namespace)
 
-    def latest_summaries(self, thread_id: str, namespace: str, limit: int = 8) -> Any:
+    def latest_summaries(
+        self, thread_id: str, namespace: str = "default", limit: int = 8
+    ) -> list[SummaryRecord]:
         self.reads.append("latest_summaries")
         return super().latest_summaries(thread_id, namespace, limit)
 
