@@ -2,7 +2,9 @@
 
 Every operation is one function of ``_tables``, ``_threads`` or ``_leases`` over a sync
 connection; ``_database`` runs it on the sync engine, or on the async engine through
-``AsyncConnection.run_sync``, so each public method stays a line or two.
+``AsyncConnection.run_sync``, so each public method stays a line or two. The summaries and
+deletion are here; per-thread state (``_tracking``), leases (``_leasing``), recall
+(``_recalling``), steering (``_controlling``) and edits (``_editing``) are mixins.
 """
 
 from __future__ import annotations
@@ -26,11 +28,10 @@ from langgraph_compaction.store._records import (
     NewSummary,
     SummaryKind,
     SummaryRecord,
-    ThreadState,
-    check_calibration,
     indexed_messages,
     message_ids,
 )
+from langgraph_compaction.store._tracking import ThreadStateMethods
 
 __all__ = ["SummaryStore"]
 
@@ -44,7 +45,7 @@ def _positive(name: str, value: float) -> float:
     return float(value)
 
 
-class SummaryStore(LeaseMethods, RecallMethods, ControlMethods, EditMethods):
+class SummaryStore(ThreadStateMethods, LeaseMethods, RecallMethods, ControlMethods, EditMethods):
     """Summaries and per-thread state in a SQLite file or a PostgreSQL database.
 
     One object serves the sync and the async graph path, is safe to share across threads
@@ -323,70 +324,6 @@ class SummaryStore(LeaseMethods, RecallMethods, ControlMethods, EditMethods):
 
         return insert
 
-    # -- per-thread state --------------------------------------------------------------------
-
-    def thread_state(self, thread_id: str, namespace: str) -> ThreadState:
-        """The thread's failure count, calibration and current generation."""
-        return self._db.run(lambda c: _threads.thread_state(c, thread_id, namespace))
-
-    async def athread_state(self, thread_id: str, namespace: str) -> ThreadState:
-        """Async :meth:`thread_state`."""
-        return await self._db.arun(lambda c: _threads.thread_state(c, thread_id, namespace))
-
-    def record_failure(
-        self,
-        thread_id: str,
-        namespace: str,
-        *,
-        message_count: int,
-        error: str,
-        generation: int | None = None,
-    ) -> ThreadState:
-        """Count a failed summary call, made at a history of ``message_count`` messages.
-
-        Raises:
-            ThreadDeletedError: ``generation`` given and the thread deleted since.
-        """
-        op = _failure(thread_id, namespace, message_count, error, generation)
-        return self._db.run(op, write=True)
-
-    async def arecord_failure(
-        self,
-        thread_id: str,
-        namespace: str,
-        *,
-        message_count: int,
-        error: str,
-        generation: int | None = None,
-    ) -> ThreadState:
-        """Async :meth:`record_failure`."""
-        op = _failure(thread_id, namespace, message_count, error, generation)
-        return await self._db.arun(op, write=True)
-
-    def reset_failures(
-        self, thread_id: str, namespace: str, *, generation: int | None = None
-    ) -> None:
-        """Zero the failure count after a successful summary (see ``generation`` above)."""
-        self._db.run(_reset(thread_id, namespace, generation), write=True)
-
-    async def areset_failures(
-        self, thread_id: str, namespace: str, *, generation: int | None = None
-    ) -> None:
-        """Async :meth:`reset_failures`."""
-        await self._db.arun(_reset(thread_id, namespace, generation), write=True)
-
-    def set_calibration(
-        self, thread_id: str, namespace: str, ratio: float, *, generation: int | None = None
-    ) -> None:
-        """Store the thread's measured/estimated token ratio (finite, > 0; else ValueError)."""
-        self._db.run(_calibration(thread_id, namespace, ratio, generation), write=True)
-
-    async def aset_calibration(
-        self, thread_id: str, namespace: str, ratio: float, *, generation: int | None = None
-    ) -> None:
-        """Async :meth:`set_calibration`."""
-        await self._db.arun(_calibration(thread_id, namespace, ratio, generation), write=True)
-
     # -- deletion ----------------------------------------------------------------------------
 
     def delete_thread(self, thread_id: str, namespace: str | None = None) -> int:
@@ -439,22 +376,3 @@ class SummaryStore(LeaseMethods, RecallMethods, ControlMethods, EditMethods):
     async def acheck_integrity(self) -> list[str]:
         """Async :meth:`check_integrity`."""
         return await self._db.arun(find_problems, single=False)
-
-
-def _failure(
-    thread_id: str, namespace: str, message_count: int, error: str, generation: int | None
-) -> Callable[[Connection], ThreadState]:
-    return lambda conn: _threads.record_failure(
-        conn, thread_id, namespace, message_count, error, generation
-    )
-
-
-def _reset(thread_id: str, namespace: str, generation: int | None) -> Callable[[Connection], None]:
-    return lambda conn: _threads.reset_failures(conn, thread_id, namespace, generation)
-
-
-def _calibration(
-    thread_id: str, namespace: str, ratio: float, generation: int | None
-) -> Callable[[Connection], None]:
-    check_calibration(ratio)  # before any database work
-    return lambda conn: _threads.set_calibration(conn, thread_id, namespace, ratio, generation)
