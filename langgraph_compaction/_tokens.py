@@ -311,14 +311,13 @@ class HistoryIndex:
 
     def scan(self, key: tuple[str, str], messages: Sequence[BaseMessage]) -> HistoryScan:
         """Scan a history, reusing what is unchanged since this thread's last scan."""
-        fields = list(map(vars, messages))  # in C: the one pass every call makes
         with self._lock:
             previous = self._memos.get(key)
-        same = _common_prefix(previous.fields, fields) if previous is not None else 0
+        same = _common_prefix(previous.fields, messages) if previous is not None else 0
         if previous is None or same == 0 or same < previous.counts.split:
-            memo = self._fresh(messages, fields)
+            memo = self._fresh(messages)
         else:
-            memo = self._extend(previous, same, messages, fields)
+            memo = self._extend(previous, same, messages)
         with self._lock:
             self._memos[key] = memo
             self._memos.move_to_end(key)
@@ -326,19 +325,17 @@ class HistoryIndex:
                 self._memos.popitem(last=False)
         return HistoryScan(messages, self.counter, memo)
 
-    def _fresh(self, messages: Sequence[BaseMessage], fields: list[Fields]) -> _Memo:
-        snapshot = list(map(dict.copy, fields))
+    def _fresh(self, messages: Sequence[BaseMessage]) -> _Memo:
+        snapshot = list(map(dict.copy, map(vars, messages)))
         if self.additive:
             return _Memo(snapshot, _Counts(len(messages), self.counter(messages), [0]))
         running = list(accumulate((self.counter([m]) for m in messages), initial=0))
         return _Memo(snapshot, _Counts(0, 0, running))
 
-    def _extend(
-        self, previous: _Memo, same: int, messages: Sequence[BaseMessage], fields: list[Fields]
-    ) -> _Memo:
+    def _extend(self, previous: _Memo, same: int, messages: Sequence[BaseMessage]) -> _Memo:
         """The previous history's first ``same`` messages are unchanged: count only the rest."""
         snapshot = previous.fields[:same]
-        snapshot.extend(map(dict.copy, fields[same:]))
+        snapshot.extend(map(dict.copy, map(vars, messages[same:])))
         old = previous.counts
         running = old.running[: same - old.split + 1]
         new = (self.counter([m]) for m in messages[same:])
@@ -365,20 +362,21 @@ def _below(cache: Mapping[int, Any], limit: int) -> dict[int, Any]:
     return {end: value for end, value in cache.items() if end <= limit}
 
 
-def _common_prefix(previous: list[Fields], fields: list[Fields]) -> int:
-    """Length of the prefix the previous scan shares with this history."""
-    size = min(len(previous), len(fields))
+def _common_prefix(previous: list[Fields], messages: Sequence[BaseMessage]) -> int:
+    """Length of the prefix the previous scan shares with this history.
+
+    The usual case (the history grew by appending) is one pass in C over the messages'
+    fields, building no list: ``vars`` of each message against its copy from the last scan.
+    """
+    size = min(len(previous), len(messages))
     try:
-        if size == len(previous):  # the usual case: the history grew by appending
-            if previous == fields[:size]:
-                return size
-        elif previous[:size] == fields:
+        if all(map(operator.eq, previous, map(vars, messages))):  # stops at the shorter
             return size
     except Exception:  # a field whose comparison raises: find where, one by one
         pass
     for index in range(size):
         try:
-            if previous[index] != fields[index]:
+            if previous[index] != vars(messages[index]):
                 return index
         except Exception:
             return index
