@@ -233,6 +233,12 @@ class HistoryScan:
         at = index - counts.split
         return counts.running[at + 1] - counts.running[at]
 
+    def tokens_of(self, start: int, end: int) -> list[int]:
+        """Tokens of each of ``messages[start:end]``: one slice of the running counts."""
+        counts = self.memo.counts if start >= self.memo.counts.split else self._count_from(start)
+        run = counts.running[start - counts.split : end - counts.split + 1]
+        return list(map(operator.sub, run[1:], run[:-1]))
+
     def tokens_between(self, start: int, end: int) -> int:
         return self.prefix(end) - self.prefix(start)
 

@@ -121,6 +121,8 @@ def test_lazy_counts_equal_counting_each_message(
             assert a.tokens_between(at // 2, at) == b.tokens_between(at // 2, at)
             if at < end:
                 assert a.token(at) == b.token(at) == count_tokens_approximately([messages[at]])
+            each = [count_tokens_approximately([m]) for m in messages[at // 2 : at]]
+            assert a.tokens_of(at // 2, at) == b.tokens_of(at // 2, at) == each
             need = a.prefix(at) + 1
             assert a.first_reaching(need, at // 3, end + 1) == b.first_reaching(
                 need, at // 3, end + 1

@@ -122,7 +122,10 @@ def assemble(
         kept_from = record.covered_messages
     kept_at = len(body)
     body.extend(source[kept_from:])
-    tokens.extend(size(i) for i in range(kept_from, len(source)))
+    if pruned.copies:
+        tokens.extend(size(i) for i in range(kept_from, len(source)))
+    else:  # nothing treated: the kept messages' counts are one slice of the scan's
+        tokens.extend(scan.tokens_of(kept_from, len(source)))
 
     dropped = shortened = 0
     over_budget = summary_over_budget = False
