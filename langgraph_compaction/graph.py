@@ -42,7 +42,13 @@ from .nodes.prune import prune_node
 from .nodes.summarize import summarize_step
 from .store import SummaryStore
 
-__all__ = ["build_graph", "build_pipeline", "create_compaction_graph"]
+__all__ = [
+    "ainvoke_pipeline",
+    "build_graph",
+    "build_pipeline",
+    "create_compaction_graph",
+    "invoke_pipeline",
+]
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -221,3 +227,64 @@ def build_graph(pipe: Pipeline, *, name: str = "compaction") -> CompiledCompacti
     builder.add_edge("assemble", END)
     graph = builder.compile(checkpointer=False, name=name)
     return graph  # type: ignore[return-value]  # the working keys are internal
+
+
+# -- the same wiring without a graph run -----------------------------------------------------
+
+_STEPS: dict[str, StepFunction[Any, Any]] = {
+    "measure": measure_step,
+    "partition": partition_step,
+    "summarize": summarize_step,
+}
+_PLAIN: dict[str, Callable[[Pipeline, Any], Any]] = {"prune": prune_node, "assemble": assemble_node}
+_EDGES = {"partition": "summarize", "summarize": "assemble", "assemble": END}
+
+
+def _advance(pipe: Pipeline, node: str, result: Any, state: dict[str, Any]) -> str:
+    """Apply a node's result to ``state``; the node to run next (``END`` when done)."""
+    if node == "measure":
+        result = _assembled(pipe, result)
+    if isinstance(result, Command):
+        update, goto = result.update, cast(str, result.goto)
+    else:
+        update, goto = result, _EDGES[node]
+    if update:
+        state.update(cast(dict[str, Any], update))
+    return goto
+
+
+def _output(state: dict[str, Any]) -> dict[str, Any]:
+    return {key: state[key] for key in ("llm_input_messages", "compaction") if key in state}
+
+
+def invoke_pipeline(pipe: Pipeline, state: CompactionInput, config: RunnableConfig) -> Any:
+    """The graph's nodes in the graph's order on the calling thread, without a graph run.
+
+    What ``build_graph(pipe).invoke(state)`` returns, without LangGraph's per-run and
+    per-step costs (about 1 ms a call): for ``CompactionMiddleware``, which already runs
+    inside the agent's model node and takes that node's config.
+    """
+    work: dict[str, Any] = dict(state)
+    node = "measure"
+    while node != END:
+        if node in _STEPS:
+            step = _STEPS[node](pipe, precompact, work, config)
+            result = drive(step, pipe.settings.store)
+        else:
+            result = _PLAIN[node](pipe, work)
+        node = _advance(pipe, node, result, work)
+    return _output(work)
+
+
+async def ainvoke_pipeline(pipe: Pipeline, state: CompactionInput, config: RunnableConfig) -> Any:
+    """:func:`invoke_pipeline` with the async driver."""
+    work: dict[str, Any] = dict(state)
+    node = "measure"
+    while node != END:
+        if node in _STEPS:
+            step = _STEPS[node](pipe, precompact, work, config)
+            result = await adrive(step, pipe.settings.store)
+        else:
+            result = _PLAIN[node](pipe, work)
+        node = _advance(pipe, node, result, work)
+    return _output(work)
