@@ -14,6 +14,10 @@ nothing can have changed, so the rows read since are served again without a quer
 connection only reads, so its own statements never move it. What is read is the same either
 way: a stale row is never served.
 
+The same connection serves a second statement, the thread's newest summaries
+(``read_rows``), which a restarted worker's first call reads: its rows go through the
+columns' result processors (a timestamp's text becomes a datetime) as the engine's would.
+
 Any failure closes the connection and gives the caller the error to fall back on (the
 engine's path, which knows how to report it and to reopen a database that went away). The
 async path runs the same read in a worker thread (``Database.aread_controls``).
@@ -23,8 +27,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import suppress
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Engine
@@ -32,31 +37,62 @@ from sqlalchemy.sql import Select
 
 __all__ = ["ControlReader"]
 
-_PARAMETERS = ("thread_id", "namespace")
-"""The statement's bound parameters; its other parameters are constants."""
+_PARAMETERS = ("thread_id", "namespace", "limit")
+"""Parameters a read binds; a statement's other parameters are constants."""
 _MAX_ROWS = 4096
 """Rows kept per data version (SQLite); past it the oldest half is dropped."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Statement:
+    """A statement compiled once for the engine's dialect."""
+
+    sql: str
+    constants: Mapping[str, Any]
+    order: Any
+    processors: tuple[Callable[[Any], Any] | None, ...]
+
+    @classmethod
+    def compile(cls, engine: Engine, statement: Select[Any]) -> _Statement:
+        dialect = engine.dialect
+        compiled = statement.compile(dialect=dialect)
+        constants = {k: v for k, v in compiled.params.items() if k not in _PARAMETERS}
+        processors = tuple(
+            column.type.result_processor(dialect, None) for column in statement.selected_columns
+        )
+        order = compiled.positiontup if dialect.positional else None
+        return cls(compiled.string, constants, order, processors)
+
+    def parameters(self, values: Mapping[str, Any]) -> Any:
+        bound = {**self.constants, **values}
+        return bound if self.order is None else tuple(bound[name] for name in self.order)
+
+    def processed(self, row: Any) -> tuple[Any, ...]:
+        if not any(self.processors):
+            return tuple(row)
+        return tuple(
+            value if process is None else process(value)
+            for process, value in zip(self.processors, row, strict=True)
+        )
+
+
 class ControlReader:
-    """One statement, run on a DBAPI connection of its own; rows cached on SQLite while no
+    """Statements run on a DBAPI connection of its own; rows cached on SQLite while no
     other connection commits."""
 
-    def __init__(self, engine: Engine, statement: Select[Any]) -> None:
+    def __init__(
+        self, engine: Engine, statement: Select[Any], rows: Mapping[str, Select[Any]] = {}
+    ) -> None:
         self.engine = engine
-        compiled = statement.compile(dialect=engine.dialect)
-        self._sql = compiled.string
-        self._constants: Mapping[str, Any] = {
-            name: value for name, value in compiled.params.items() if name not in _PARAMETERS
-        }
-        self._order = compiled.positiontup if engine.dialect.positional else None
+        self._control = _Statement.compile(engine, statement)
+        self._statements = {name: _Statement.compile(engine, s) for name, s in rows.items()}
         self._sqlite = engine.dialect.name == "sqlite"
         self._lock = threading.Lock()
         self._proxy: Any = None
         self._cursor: Any = None
         self._pid = 0
         self._data_version: object = None
-        self._rows: dict[tuple[str, str], tuple[Any, ...]] = {}
+        self._rows: dict[tuple[Any, ...], Any] = {}
 
     @property
     def connection(self) -> Any:
@@ -70,7 +106,30 @@ class ControlReader:
             Exception: whatever the driver raised; the connection is closed, and the next
                 read opens another.
         """
-        key = (thread_id, namespace)
+        values = {"thread_id": thread_id, "namespace": namespace}
+        row: tuple[Any, ...] = self._read(None, self._control, values, single=True)
+        return row
+
+    def read_rows(
+        self, name: str, thread_id: str, namespace: str, limit: int
+    ) -> list[tuple[Any, ...]]:
+        """The rows of the statement ``name`` (given at construction) for these parameters.
+
+        Raises:
+            Exception: as :meth:`read`.
+        """
+        values = {"thread_id": thread_id, "namespace": namespace, "limit": limit}
+        rows: list[tuple[Any, ...]] = self._read(name, self._statements[name], values)
+        return list(rows)
+
+    def _read(
+        self,
+        name: str | None,
+        statement: _Statement,
+        values: Mapping[str, Any],
+        single: bool = False,
+    ) -> Any:
+        key = (name, *values.values())
         with self._lock:
             try:
                 cursor = self._open()
@@ -80,26 +139,23 @@ class ControlReader:
                     if version != self._data_version:
                         self._rows.clear()
                         self._data_version = version
-                    row = self._rows.get(key)
-                    if row is not None:
-                        return row
-                cursor.execute(self._sql, self._parameters(thread_id, namespace))
-                row = tuple(cursor.fetchone())
+                    found = self._rows.get(key)
+                    if found is not None:
+                        return found
+                cursor.execute(statement.sql, statement.parameters(values))
+                if single:
+                    result: Any = statement.processed(cursor.fetchone())
+                else:
+                    result = tuple(statement.processed(row) for row in cursor.fetchall())
                 if self._sqlite:
                     if len(self._rows) >= _MAX_ROWS:
                         for old in list(self._rows)[: _MAX_ROWS // 2]:
                             del self._rows[old]
-                    self._rows[key] = row
-                return row
+                    self._rows[key] = result
+                return result
             except BaseException:
                 self._close()
                 raise
-
-    def _parameters(self, thread_id: str, namespace: str) -> Any:
-        values = {**self._constants, "thread_id": thread_id, "namespace": namespace}
-        if self._order is None:
-            return values
-        return tuple(values[name] for name in self._order)
 
     def _open(self) -> Any:
         if self._cursor is not None and self._pid == os.getpid():

@@ -37,7 +37,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from langgraph_compaction._exceptions import SummaryStoreError
-from langgraph_compaction.store import _controls
+from langgraph_compaction.store import _controls, _tables
 from langgraph_compaction.store._control_reads import ControlReader
 from langgraph_compaction.store._engine import (
     WRITE_OPTION,
@@ -56,7 +56,7 @@ from langgraph_compaction.store._migrate import (
     ensure_schema,
     schema_is_current,
 )
-from langgraph_compaction.store._records import ThreadControls
+from langgraph_compaction.store._records import SummaryRecord, ThreadControls, record_from_row
 from langgraph_compaction.store._reopen import FileId, file_id, schema_missing, sqlite_path
 from langgraph_compaction.store._writers import WriteQueue, write_queue
 
@@ -226,12 +226,8 @@ class Database:
         on the control reader's connection (``_control_reads``), not through a transaction
         of the engine; through one when that fails (the engine's path reports the error, or
         reopens a database that went away) or the database is in memory."""
-        if not self.memory:
-            with self.errors():
-                engine = self._sync_engine_on_file()
-            reader = self._controls
-            if reader is None or reader.engine is not engine:
-                reader = self._control_reader(engine)
+        reader = self._reader()
+        if reader is not None:
             try:
                 return _controls.controls_from_row(reader.read(thread_id, namespace))
             except Exception:
@@ -246,11 +242,47 @@ class Database:
             return await self.arun(lambda c: _controls.thread_controls(c, thread_id, namespace))
         return await asyncio.to_thread(self.read_controls, thread_id, namespace)
 
+    def latest_summaries(self, thread_id: str, namespace: str, limit: int) -> list[SummaryRecord]:
+        """``_tables.latest_summaries`` on the control reader's connection (a restarted
+        worker's first call reads it), through the engine as :meth:`read_controls` falls back."""
+        reader = self._reader()
+        if reader is not None:
+            try:
+                rows = reader.read_rows("latest", thread_id, namespace, limit)
+            except Exception:
+                pass  # the engine's path below says what failed
+            else:
+                return [record_from_row(row) for row in rows]
+        return self.run(lambda c: _tables.latest_summaries(c, thread_id, namespace, limit))
+
+    async def alatest_summaries(
+        self, thread_id: str, namespace: str, limit: int
+    ) -> list[SummaryRecord]:
+        """:meth:`latest_summaries` for a task, in one worker thread (as :meth:`aread_controls`)."""
+        if self.memory:
+            return await self.arun(
+                lambda c: _tables.latest_summaries(c, thread_id, namespace, limit)
+            )
+        return await asyncio.to_thread(self.latest_summaries, thread_id, namespace, limit)
+
+    def _reader(self) -> ControlReader | None:
+        """The control reader of the current engine; None for a database in memory."""
+        if self.memory:
+            return None
+        with self.errors():
+            engine = self._sync_engine_on_file()
+        reader = self._controls
+        if reader is None or reader.engine is not engine:
+            reader = self._control_reader(engine)
+        return reader
+
     def _control_reader(self, engine: Engine) -> ControlReader:
         with self._lock:
             stale, reader = self._controls, self._controls
             if reader is None or reader.engine is not engine:
-                reader = self._controls = ControlReader(engine, _controls.CONTROLS)
+                reader = self._controls = ControlReader(
+                    engine, _controls.CONTROLS, {"latest": _tables.NEWEST_FIRST}
+                )
         if stale is not None and stale is not reader:
             stale.close()
         return reader

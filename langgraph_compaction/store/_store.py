@@ -167,15 +167,13 @@ class SummaryStore(ThreadStateMethods, LeaseMethods, RecallMethods, ControlMetho
     ) -> list[SummaryRecord]:
         """The newest ``limit`` summaries of the thread in use (not revoked), newest first:
         the reuse candidates."""
-        return self._db.run(lambda c: _tables.latest_summaries(c, thread_id, namespace, limit))
+        return self._db.latest_summaries(thread_id, namespace, limit)
 
     async def alatest_summaries(
         self, thread_id: str, namespace: str = "default", limit: int = 8
     ) -> list[SummaryRecord]:
         """Async :meth:`latest_summaries`."""
-        return await self._db.arun(
-            lambda c: _tables.latest_summaries(c, thread_id, namespace, limit)
-        )
+        return await self._db.alatest_summaries(thread_id, namespace, limit)
 
     def find_summary(
         self, thread_id: str, namespace: str, prefix_hash: str

@@ -52,6 +52,7 @@ from langgraph_compaction.store._schema import (
 __all__ = [
     "ALL_NAMESPACES",
     "LIVE_SUMMARY",
+    "NEWEST_FIRST",
     "UTCDateTime",
     "dialect_insert",
     "find_summary",
@@ -87,6 +88,8 @@ _IN_THREAD = select(*(summaries.c[name] for name in RECORD_FIELDS)).where(
 _OLDEST_FIRST = _IN_THREAD.order_by(summaries.c.version)
 _IN_USE = _IN_THREAD.where(summaries.c.revoked_at.is_(None))
 _NEWEST_FIRST = _IN_USE.order_by(summaries.c.version.desc()).limit(bindparam("limit"))
+NEWEST_FIRST = _NEWEST_FIRST
+"""``latest_summaries``'s statement, which the control reader also runs (``_control_reads``)."""
 # The newest version of the prefix: an edit of it when there is one.
 _BY_PREFIX = (
     _IN_USE.where(summaries.c.prefix_hash == bindparam("prefix_hash"))
