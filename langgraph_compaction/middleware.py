@@ -79,10 +79,11 @@ class CompactionMiddleware(AgentMiddleware):
     """Compact the model input of a ``create_agent`` agent before every model call.
 
     It runs the compaction subgraph of ``create_compaction_graph`` on the request's messages
-    and hands the model the compacted list; the agent's state keeps every message. The
-    pipeline runs as a nested graph of the model node, so its custom stream events
-    (``context_compacting``, ...) reach a caller that streams with ``subgraphs=True``, and it
-    reads the thread id from the agent's config.
+    and hands the model the compacted list; the agent's state keeps every message. It reads
+    the thread id from the agent's config. When callbacks watch the run (a tracer) or the
+    caller streams subgraphs, the pipeline runs as a nested graph of the model node, so its
+    custom stream events (``context_compacting``, ...), values and runs show as a subgraph's;
+    otherwise its steps run in the model node itself, without a graph run's costs.
 
     Example:
         ```python
