@@ -309,14 +309,6 @@ def save_review(**fields: Any) -> StoreCall[None]:
     return StoreCall(lambda s: s.save_review(**fields), lambda s: s.asave_review(**fields))
 
 
-def find_review(thread_id: str, namespace: str, prefix_hash: str) -> StoreCall[str | None]:
-    """``SummaryStore.find_review``: the draft awaiting review for this prefix, if any."""
-    return StoreCall(
-        lambda s: s.find_review(thread_id, namespace, prefix_hash),
-        lambda s: s.afind_review(thread_id, namespace, prefix_hash),
-    )
-
-
 def drop_review(thread_id: str, namespace: str, prefix_hash: str) -> StoreCall[None]:
     """``SummaryStore.drop_review``: forget the draft of this prefix (accepted or rejected)."""
     return StoreCall(

@@ -15,7 +15,7 @@ time (or after a change) looks its summaries up once, so that every worker sends
 
 The control version's row also holds the thread's stored calibration ratio, so a process
 that first sees a thread adopts it in the same read; over a trigger, such a process (a
-restarted worker) looks the thread's summaries up once in measure (:func:`summary_in_store`).
+restarted worker) looks the thread's summaries up once in measure (:func:`stored_summary`).
 
 The store failing here never fails the call: it goes on with what this process last saw, and
 the reads pause for a few seconds so that an outage does not cost every passing call a
@@ -42,7 +42,7 @@ from ._pipeline import Pipeline
 from ._summaries import find_matching_summaries, summary_fits
 from .store import SummaryRecord
 
-__all__ = ["CONTROL_PAUSE_S", "FORCED", "steering", "stored_summary", "summary_in_store"]
+__all__ = ["CONTROL_PAUSE_S", "FORCED", "steering", "stored_summary"]
 
 FORCED = "force"
 """The trigger label of a call compacted because it was asked to (``triggers_fired``)."""
@@ -87,37 +87,25 @@ def steering(
     return control, pins, fresh
 
 
-def summary_in_store(pipe: Pipeline, measured: Measured) -> Step[tuple[SummaryRecord, bool] | None]:
-    """For a thread this process has not served yet, over a trigger: the stored summary that
-    partition would choose (the oldest that matches and fits, so the input keeps its bytes),
-    and whether it is the newest matching one. Read here, in one lookup, a restarted worker's
-    first call goes straight to assemble; None (nothing serves, or the store fails) goes on
-    to prune, and partition looks again."""
+def stored_summary(
+    pipe: Pipeline, measured: Measured, *, oldest: bool
+) -> Step[tuple[SummaryRecord, bool] | None]:
+    """A stored summary that matches and fits this call, read in one lookup, and whether it
+    is the newest matching one; None when none does or the store fails (the call then goes
+    on as it would have).
+
+    ``oldest``: the oldest that fits, as partition chooses over a trigger (the input keeps its
+    bytes; a restarted worker's first call goes straight to assemble); else the newest, for a
+    summary made on request that serves under the triggers.
+    """
     ns, thread_id = pipe.settings.namespace, measured.thread_id
     try:
         summaries = yield from perform(latest_summaries(thread_id, ns, 8))
     except SummaryStoreError as exc:
         logger.debug("could not read the thread's summaries: %s", exc)
-        return None
-    matching = find_matching_summaries(summaries, measured.messages, measured.scan)
-    record = next((r for r in reversed(matching) if summary_fits(pipe, measured, r)), None)
-    if record is None:
         return None
     pipe.memory.note_store_ok(pipe.settings.store)
-    return record, record is matching[0]
-
-
-def stored_summary(pipe: Pipeline, measured: Measured) -> Step[SummaryRecord | None]:
-    """The newest stored summary that matches and fits this call, now held; None when there
-    is none or the store fails (the call then passes through, as it would have)."""
-    ns, thread_id = pipe.settings.namespace, measured.thread_id
-    try:
-        summaries = yield from perform(latest_summaries(thread_id, ns, 8))
-    except SummaryStoreError as exc:
-        logger.debug("could not read the thread's summaries: %s", exc)
-        return None
     matching = find_matching_summaries(summaries, measured.messages, measured.scan)
-    record = next((r for r in matching if summary_fits(pipe, measured, r)), None)
-    if record is not None:
-        pipe.memory.hold(measured.key, record, measured.epoch)
-    return record
+    order = reversed(matching) if oldest else iter(matching)
+    record = next((r for r in order if summary_fits(pipe, measured, r)), None)
+    return None if record is None else (record, record is matching[0])

@@ -33,7 +33,7 @@ from .._pipeline import Pipeline, Precompact
 from .._report import CompactionReport, ContextGauge
 from .._settings import Settings, emit, thread_id_of
 from .._state import CompactionInput
-from .._steering import FORCED, steering, stored_summary, summary_in_store
+from .._steering import FORCED, steering, stored_summary
 from .._summaries import compressed_triggers, held_summary, still_serves
 from .._telemetry import trace_compaction
 from .._thresholds import find_keep_start, fired_triggers
@@ -139,7 +139,8 @@ def measure_step(
         # triggers: what was compacted stays compacted (an automatic one is never held there).
         held = held_summary(pipe, measured)
         if held is None and fresh:
-            held = yield from stored_summary(pipe, measured)
+            found = yield from stored_summary(pipe, measured, oldest=False)
+            held = found[0] if found is not None else None
         if measured.near:  # prepares the next summary meanwhile
             yield precompact(pipe, measured, held)
         if held is not None:
@@ -157,7 +158,7 @@ def measure_step(
     held = None if control.force else still_serves(pipe, measured)
     newest = True
     if held is None and first_sight and not control.force:  # a restarted worker, say
-        found = yield from summary_in_store(pipe, measured)
+        found = yield from stored_summary(pipe, measured, oldest=True)
         if found is not None:
             held, newest = found
     if held is None:
