@@ -39,7 +39,7 @@ from langgraph.types import interrupt
 from ._effects import Step, StoreCall, perform
 from ._exceptions import CompactionConfigError
 from ._report import SummaryUsage
-from .store import ReviewDraft
+from .store import ReviewDraft, storable
 
 __all__ = [
     "REJECTED",
@@ -91,19 +91,27 @@ class Draft:
 
 def review_payload(thread_id: str, version: int, summary: str) -> dict[str, Any]:
     """The interrupt's value: what the person is asked to review."""
-    return {"type": REVIEW_TYPE, "thread_id": thread_id, "version": version, "summary": summary}
+    # As stored, and as the server's JSON encoder takes it: a NUL or a lone surrogate (a
+    # custom compactor's, a thread id's) becomes U+FFFD, as in the events.
+    return {
+        "type": REVIEW_TYPE,
+        "thread_id": storable(thread_id),
+        "version": version,
+        "summary": storable(summary),
+    }
 
 
 def next_version(thread_id: str, namespace: str) -> Step[int]:
     """The version the thread's next summary gets (the payload's, and the summary calls'
     label): every stored version counts, revoked ones too, as the store numbers past them."""
-    stored = yield from perform(
-        StoreCall(
-            lambda s: s.list_summaries(thread_id, namespace),
-            lambda s: s.alist_summaries(thread_id, namespace),
+    return (
+        yield from perform(
+            StoreCall(
+                lambda s: s.next_version(thread_id, namespace),
+                lambda s: s.anext_version(thread_id, namespace),
+            )
         )
     )
-    return max((record.version for record in stored), default=0) + 1
 
 
 def parse_answer(value: object) -> ReviewAnswer:

@@ -6,6 +6,7 @@ finds the draft (the summarizer is called once) and stores it, the person's edit
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from langgraph.types import Command
 
 from langgraph_compaction import SummaryStore
 from langgraph_compaction._exceptions import CompactionConfigError
-from langgraph_compaction._review import REJECTED
+from langgraph_compaction._review import REJECTED, review_payload
 
 REVIEWED = {**TRIGGER, "review": True}
 EDITED = "سجل المحادثة: الملف src/app_1.py — исправлено ValueError_1."
@@ -243,3 +244,16 @@ async def test_a_summary_made_without_review_is_reused_with_no_question(
     assert "__interrupt__" not in result
     assert summarizer.call_count == 0
     assert _summary_in(agent_model) is not None
+
+
+def test_the_payload_is_what_the_store_and_the_server_take() -> None:
+    """A lone surrogate or a NUL (a custom compactor's reply, a thread id) reaches the person
+    as U+FFFD, as it is stored: the server's JSON encoder refuses a lone surrogate."""
+    payload = review_payload("線程-\ud800", 3, "摘要 \x00 ملخص \udc80")
+    assert payload == {
+        "type": "compaction_review",
+        "thread_id": "線程-\ufffd",
+        "version": 3,
+        "summary": "摘要 \ufffd ملخص \ufffd",
+    }
+    json.dumps(payload).encode("utf-8")

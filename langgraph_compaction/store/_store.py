@@ -175,6 +175,15 @@ class SummaryStore(ThreadStateMethods, LeaseMethods, RecallMethods, ControlMetho
         """Async :meth:`latest_summaries`."""
         return await self._db.alatest_summaries(thread_id, namespace, limit)
 
+    def next_version(self, thread_id: str, namespace: str = "default") -> int:
+        """The version the thread's next summary gets: one more than its newest, revoked ones
+        included (1 for the first); one ``max`` over the thread's index."""
+        return self._db.run(lambda c: _tables.next_version(c, thread_id, namespace))
+
+    async def anext_version(self, thread_id: str, namespace: str = "default") -> int:
+        """Async :meth:`next_version`."""
+        return await self._db.arun(lambda c: _tables.next_version(c, thread_id, namespace))
+
     def find_summary(
         self, thread_id: str, namespace: str, prefix_hash: str
     ) -> SummaryRecord | None:
