@@ -7,11 +7,13 @@ and only messages past the first difference are counted again. A steady-state ca
 each message once, in C, and counts only the new ones; an edit of any field, tool-call
 arguments included, is seen.
 
-Counting is lazy where the counter allows it. The default counter (``_estimate``), like
-langchain-core's approximate one, rounds per message so that per-message counts add up to the
-count of the list; with either, a history seen for the first time (a restarted worker) is
-counted in one call, and per-message counts are made only for the stretches a caller asks
-about (the kept tail, a rescued message). Any other counter is called once per message.
+Counting is done once per message. The default counter (``_estimate``) counts a message on
+its own, so a history seen for the first time (a restarted worker) gets every per-message
+count in the one pass that gives its total, and the kept tail is not counted again.
+langchain-core's approximate counter rounds per message too, but takes a list: with it such a
+history is counted in one call, and per-message counts are made only for the stretches a
+caller asks about (the kept tail, a rescued message). Any other counter is called once per
+message.
 
 A prefix hash (what a stored summary is matched by) is one blake2b over the messages' type,
 id, name, tool call id, content and tool calls, each message pickled on its own, back to back
@@ -42,7 +44,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import BaseTool
 
-from ._estimate import estimate_tokens
+from ._estimate import estimate_tokens, message_tokens
 
 __all__ = [
     "HASH_TAG",
@@ -314,6 +316,9 @@ class HistoryIndex:
         self.counter: TokenCounter = counter or estimate_tokens
         # Their per-message rounding makes counts add up: a head may be counted as one list.
         self.additive = self.counter in (estimate_tokens, count_tokens_approximately)
+        self._each: Callable[[BaseMessage], int] = (
+            message_tokens if self.counter is estimate_tokens else _one_by_one(self.counter)
+        )
         self._memos: OrderedDict[tuple[str, str], _Memo] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -335,9 +340,9 @@ class HistoryIndex:
 
     def _fresh(self, messages: Sequence[BaseMessage]) -> _Memo:
         snapshot = list(map(dict.copy, map(_FIELDS, messages)))
-        if self.additive:
+        if self.additive and self.counter is not estimate_tokens:  # one list call, lazy rest
             return _Memo(snapshot, _Counts(len(messages), self.counter(messages), [0]))
-        running = list(accumulate((self.counter([m]) for m in messages), initial=0))
+        running = list(accumulate(map(self._each, messages), initial=0))
         return _Memo(snapshot, _Counts(0, 0, running))
 
     def _extend(self, previous: _Memo, same: int, messages: Sequence[BaseMessage]) -> _Memo:
@@ -346,7 +351,7 @@ class HistoryIndex:
         snapshot.extend(map(dict.copy, map(_FIELDS, messages[same:])))
         old = previous.counts
         running = old.running[: same - old.split + 1]
-        new = (self.counter([m]) for m in messages[same:])
+        new = map(self._each, messages[same:])
         running.extend(accumulate(new, initial=running[-1]))
         del running[same - old.split + 1]  # accumulate repeats its initial value
         with previous.lock:
@@ -364,6 +369,11 @@ class HistoryIndex:
                 {i: n for i, n in previous.singles.items() if i < same},
                 _below(previous.heads, same),
             )
+
+
+def _one_by_one(counter: TokenCounter) -> Callable[[BaseMessage], int]:
+    """A list counter asked about one message."""
+    return lambda message: counter([message])
 
 
 def _below(cache: Mapping[int, Any], limit: int) -> dict[int, Any]:

@@ -19,6 +19,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph_compaction import _tokens
+from langgraph_compaction._estimate import estimate_tokens
 from langgraph_compaction._tokens import HASH_TAG, HistoryIndex, HistoryScan
 
 KEY = ("ns", "t")
@@ -104,17 +105,23 @@ def _long(size: int) -> list[BaseMessage]:
 def test_lazy_counts_equal_counting_each_message(
     size: int, steps: list[int], asks: list[int]
 ) -> None:
-    """A restarted worker counts the history in one call; every figure asked for is exact."""
+    """With langchain-core's list counter a restarted worker counts the history in one call;
+    the default counter gives every message's count in its one pass. Every figure asked for
+    is exact."""
     history = _long(size + sum(steps))
-    lazy, eager = HistoryIndex(), HistoryIndex(_per_message)
+    lazy, eager = HistoryIndex(count_tokens_approximately), HistoryIndex(_per_message)
+    default = HistoryIndex()
     assert lazy.additive and not eager.additive
     end = size
     for step in [0, *steps]:
         end += step
         messages = history[:end]
         a, b = lazy.scan(KEY, messages), eager.scan(KEY, messages)
+        own = default.scan(KEY, messages)
         if step == 0:  # counted in one call; later messages one by one
             assert a.memo.counts.split == end and len(a.memo.counts.running) == 1
+        assert own.memo.counts.split == 0 and len(own.memo.counts.running) == end + 1
+        assert own.total == estimate_tokens(messages)
         for ask in asks:
             at = ask % (end + 1)
             assert a.prefix(at) == b.prefix(at)
