@@ -8,8 +8,9 @@ each message once, in C, and counts only the new ones; an edit of any field, too
 arguments included, is seen.
 
 Counting is done once per message. The default counter (``_estimate``) counts a message on
-its own, so a history seen for the first time (a restarted worker) gets every per-message
-count in the one pass that gives its total, and the kept tail is not counted again.
+its own, so a history seen for the first time (a restarted worker) gets its newest messages'
+counts (the kept tail's) in the one pass that gives its total, and they are not counted again;
+the older ones are kept as one total, so that a warm call copies no count per message.
 langchain-core's approximate counter rounds per message too, but takes a list: with it such a
 history is counted in one call, and per-message counts are made only for the stretches a
 caller asks about (the kept tail, a rescued message). Any other counter is called once per
@@ -70,6 +71,9 @@ _MIN_STRETCH = 32
 _MAX_HASHES = 64
 _MAX_SINGLES = 16
 _SHORT_HEAD = 8
+_FRESH_TAIL = 256
+"""Messages at the end of a first-seen history whose counts are kept one by one (the kept
+tail's); the rest is one total, so a warm call does not copy a count per message."""
 _MAX_THREADS = 1024
 _TYPE, _ID, _NAME, _CONTENT = map(operator.itemgetter, ("type", "id", "name", "content"))
 _FIELDS = operator.attrgetter("__dict__")
@@ -340,7 +344,12 @@ class HistoryIndex:
 
     def _fresh(self, messages: Sequence[BaseMessage]) -> _Memo:
         snapshot = list(map(dict.copy, map(_FIELDS, messages)))
-        if self.additive and self.counter is not estimate_tokens:  # one list call, lazy rest
+        if self.counter is estimate_tokens:  # each message counted once; the newest kept apart
+            each = list(map(message_tokens, messages))
+            split = max(0, len(each) - _FRESH_TAIL)
+            running = list(accumulate(each[split:], initial=0))
+            return _Memo(snapshot, _Counts(split, sum(each[:split]), running))
+        if self.additive:  # one list call, the rest counted when asked for
             return _Memo(snapshot, _Counts(len(messages), self.counter(messages), [0]))
         running = list(accumulate(map(self._each, messages), initial=0))
         return _Memo(snapshot, _Counts(0, 0, running))
