@@ -42,7 +42,7 @@ from conversations import graph_input
 from traces import concatenate_sessions, load_swe_gym, load_tau_bench_airline, model_call_points
 
 from langgraph_compaction import SummaryStore, _background, create_compaction_graph
-from langgraph_compaction._thresholds import find_keep_start
+from langgraph_compaction.config.triggers import find_keep_start
 
 
 class SleepingSummarizer(BaseChatModel):

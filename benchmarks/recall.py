@@ -52,8 +52,8 @@ from langchain_core.runnables import RunnableConfig
 from sqlalchemy import create_engine
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
-from langgraph_compaction._prompts import render_transcript
 from langgraph_compaction.store import IndexedMessage
+from langgraph_compaction.summary.prompts import render_transcript
 
 DATA = (
     Path(

@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from langgraph_compaction.store._fulltext import query_terms
+from langgraph_compaction.store.schema.fulltext import query_terms
 
 __all__ = ["VARIANTS", "pipeline_study", "study"]
 
@@ -115,18 +115,18 @@ def study(conversations: list[dict[str, Any]]) -> None:
 
 def _knobs(**values: Any) -> Callable[[], None]:
     """Set ``_search`` constants (the statements are rebuilt); returns the undo."""
-    from langgraph_compaction.store import _search
+    from langgraph_compaction.store.sql import search as search_sql
 
-    old = {name: getattr(_search, name) for name in values}
+    old = {name: getattr(search_sql, name) for name in values}
 
     def apply(settings: dict[str, Any]) -> None:
         for name, value in settings.items():
-            setattr(_search, name, value)
-        _search._BOOST = (
-            f"(CASE WHEN lower(m.name) IN :names THEN {_search.NAME_BOOST} ELSE 1.0 END)"
+            setattr(search_sql, name, value)
+        search_sql._BOOST = (
+            f"(CASE WHEN lower(m.name) IN :names THEN {search_sql.NAME_BOOST} ELSE 1.0 END)"
         )
-        _search._sqlite_search.cache_clear()
-        _search._postgres_search.cache_clear()
+        search_sql._sqlite_search.cache_clear()
+        search_sql._postgres_search.cache_clear()
 
     apply(values)
     return lambda: apply(old)

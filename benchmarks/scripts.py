@@ -65,7 +65,7 @@ from pathlib import Path
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
-from langgraph_compaction._scripts import weighted_chars
+from langgraph_compaction.content.writing_systems import weighted_chars
 
 __all__ = ["Sample", "collect_samples", "main"]
 
@@ -303,7 +303,7 @@ def as_message(sample: Sample) -> BaseMessage:
 
 def default_counter() -> tuple[str, Callable[[Sequence[BaseMessage]], int]]:
     """The package's default counter, or langchain-core's rule on weighted characters."""
-    from langgraph_compaction import _estimate
+    from langgraph_compaction.content import estimate as _estimate
 
     counter = getattr(_estimate, "estimate_tokens", None)
     if counter is not None:

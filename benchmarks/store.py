@@ -47,8 +47,8 @@ from uuid import uuid4
 from sqlalchemy import create_engine, insert, text
 
 from langgraph_compaction import SummaryStore
-from langgraph_compaction.store._engine import derive_urls
-from langgraph_compaction.store._tables import summaries
+from langgraph_compaction.store.db.engine import derive_urls
+from langgraph_compaction.store.sql.summaries import summaries
 
 NAMESPACE = "bench"
 TEXT = ("Goal: ship the release. Progress: tests green on SQLite and PostgreSQL. " * 12)[:800]

@@ -5,14 +5,13 @@ to ``llm_input_messages`` and never rewrites the conversation. Summaries live in
 SQLAlchemy-backed store, so one process reuses what another made.
 """
 
-from ._compact import create_compact_tool
-from ._config import CompactionConfig
-from ._recall import create_recall_tool
-from ._report import CompactionReport
-from ._state import CompactionState
-from .graph import create_compaction_graph
-from .middleware import CompactionMiddleware
-from .store import RecalledMessage, SummaryRecord, SummaryStore
+from langgraph_compaction.config.compaction import CompactionConfig
+from langgraph_compaction.graph import create_compaction_graph
+from langgraph_compaction.middleware import CompactionMiddleware
+from langgraph_compaction.pipeline.report import CompactionReport
+from langgraph_compaction.pipeline.state import CompactionState
+from langgraph_compaction.store import RecalledMessage, SummaryRecord, SummaryStore
+from langgraph_compaction.tools import create_compact_tool, create_recall_tool
 
 __all__ = [
     "CompactionConfig",

@@ -25,22 +25,27 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
-from ._background import precompact
-from ._call import DecisionInput, MeasuredInput, OutcomeInput, WorkingState
-from ._config import CompactionConfig
-from ._effects import Step, adrive, drive
-from ._jobs import Jobs
-from ._memory import Memory
-from ._pipeline import Pipeline, Precompact
-from ._settings import Compactor, Settings
-from ._state import CompactionInput, CompactionOutput, CompactionState
-from ._tokens import TokenCounter
-from .nodes.assemble import assemble_node
-from .nodes.measure import measure_step
-from .nodes.partition import partition_step
-from .nodes.prune import prune_node
-from .nodes.summarize import summarize_step
-from .store import SummaryStore
+from langgraph_compaction.config.compaction import CompactionConfig
+from langgraph_compaction.config.settings import Compactor, Settings
+from langgraph_compaction.content.tokens import TokenCounter
+from langgraph_compaction.nodes.assemble import assemble_node
+from langgraph_compaction.nodes.measure import measure_step
+from langgraph_compaction.nodes.partition import partition_step
+from langgraph_compaction.nodes.prune import prune_node
+from langgraph_compaction.nodes.summarize import summarize_step
+from langgraph_compaction.pipeline.context import Pipeline, Precompact
+from langgraph_compaction.pipeline.effects import Step, adrive, drive
+from langgraph_compaction.pipeline.jobs import Jobs
+from langgraph_compaction.pipeline.memory import Memory
+from langgraph_compaction.pipeline.records import (
+    DecisionInput,
+    MeasuredInput,
+    OutcomeInput,
+    WorkingState,
+)
+from langgraph_compaction.pipeline.state import CompactionInput, CompactionOutput, CompactionState
+from langgraph_compaction.precompaction import precompact
+from langgraph_compaction.store import SummaryStore
 
 __all__ = [
     "ainvoke_pipeline",

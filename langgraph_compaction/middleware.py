@@ -21,16 +21,20 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tools import BaseTool
 
-from ._compact import create_compact_tool
-from ._config import CompactionConfig
-from ._exceptions import CompactionConfigError
-from ._pipeline import Pipeline
-from ._recall import create_recall_tool
-from ._settings import Compactor, resolve_model, resolve_store
-from ._state import CompactionInput
-from ._tokens import TokenCounter
-from .graph import ainvoke_pipeline, build_graph, build_pipeline, invoke_pipeline
-from .store import SummaryStore
+from langgraph_compaction.config.compaction import CompactionConfig
+from langgraph_compaction.config.settings import Compactor, resolve_model, resolve_store
+from langgraph_compaction.content.tokens import TokenCounter
+from langgraph_compaction.errors import CompactionConfigError
+from langgraph_compaction.graph import (
+    ainvoke_pipeline,
+    build_graph,
+    build_pipeline,
+    invoke_pipeline,
+)
+from langgraph_compaction.pipeline.context import Pipeline
+from langgraph_compaction.pipeline.state import CompactionInput
+from langgraph_compaction.store import SummaryStore
+from langgraph_compaction.tools import create_compact_tool, create_recall_tool
 
 try:  # LangGraph's config keys for a node's stream and runtime (internal names)
     from langgraph._internal._constants import CONFIG_KEY_RUNTIME, CONFIG_KEY_STREAM

@@ -28,7 +28,7 @@ from langgraph_compaction import (
     SummaryStore,
     create_compaction_graph,
 )
-from langgraph_compaction._settings import Compactor
+from langgraph_compaction.config.settings import Compactor
 
 __all__ = [
     "DOORS",

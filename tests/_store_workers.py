@@ -26,9 +26,9 @@ from langchain_core.runnables import RunnableConfig
 from sqlalchemy import Connection
 
 from langgraph_compaction import SummaryRecord, SummaryStore, create_compaction_graph
-from langgraph_compaction._exceptions import ThreadDeletedError
-from langgraph_compaction.store import _tables
-from langgraph_compaction.store._records import NewSummary
+from langgraph_compaction.errors import ThreadDeletedError
+from langgraph_compaction.store.records import NewSummary
+from langgraph_compaction.store.sql import summaries as summary_sql
 
 __all__ = [
     "CONFIG",
@@ -147,7 +147,7 @@ def compact_and_hang(url: str, thread: str, where: str, started: Any) -> None:
         return "never returned"
 
     if where == "insert":
-        real_insert = _tables.insert_summary
+        real_insert = summary_sql.insert_summary
 
         def insert_then_hang(
             conn: Connection,
@@ -160,7 +160,7 @@ def compact_and_hang(url: str, thread: str, where: str, started: Any) -> None:
             time.sleep(120)
             return record
 
-        _tables.insert_summary = insert_then_hang
+        summary_sql.insert_summary = insert_then_hang
     summarizer = RecordingSummarizer(reply=hang_in_call if where == "call" else None)
     graph = create_compaction_graph(CONFIG, model=summarizer, store=SummaryStore(url))
     run_config: RunnableConfig = {"configurable": {"thread_id": thread}}
@@ -240,7 +240,7 @@ def open_store(url: str, barrier: Any) -> str | None:
     barrier.wait(timeout=60)
     store.list_summaries("t")
     store.close()
-    from langgraph_compaction.store._inspect import load_report
+    from langgraph_compaction.store.cli.inspect import load_report
 
     version: str | None = load_report(url)["schema_version"]
     return version

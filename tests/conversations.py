@@ -16,7 +16,7 @@ from langchain_core.messages import (
 )
 from langgraph.graph.state import CompiledStateGraph
 
-from langgraph_compaction._state import CompactionInput, CompactionOutput, CompactionState
+from langgraph_compaction.pipeline.state import CompactionInput, CompactionOutput, CompactionState
 
 __all__ = ["CompactionGraph", "chat", "graph_input", "skill_read", "tool_batch"]
 

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
-from langgraph_compaction._messages import ensure_tool_pairs
+from langgraph_compaction.content.messages import ensure_tool_pairs
 from langgraph_compaction.nodes.assemble import split_rescued_caller
 
 THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}

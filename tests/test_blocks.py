@@ -18,7 +18,7 @@ from media_files import (
     webp_lossy,
 )
 
-from langgraph_compaction._blocks import (
+from langgraph_compaction.content.blocks import (
     block_tokens,
     is_reasoning,
     media_block,

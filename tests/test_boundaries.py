@@ -21,12 +21,12 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
-from langgraph_compaction._exceptions import (
+from langgraph_compaction.errors import (
     CompactionConfigError,
     CompactionInputError,
     SummaryStoreError,
 )
-from langgraph_compaction._state import CompactionInput
+from langgraph_compaction.pipeline.state import CompactionInput
 
 THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 CONFIG = {"trigger": {"type": "tokens", "value": 2000}, "keep": {"type": "messages", "value": 6}}

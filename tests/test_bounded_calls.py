@@ -34,7 +34,7 @@ from langgraph.config import get_stream_writer
 from pydantic import PrivateAttr
 
 from langgraph_compaction import CompactionReport, SummaryStore, create_compaction_graph
-from langgraph_compaction._cap import cap_summary
+from langgraph_compaction.summary.cap import cap_summary
 
 THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 TIMEOUT = 0.3

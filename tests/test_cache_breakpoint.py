@@ -19,8 +19,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, message_to_dict
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_compaction import SummaryStore
-from langgraph_compaction._memory import Memory
-from langgraph_compaction._messages import SUMMARY_NAME, SUMMARY_PREFIX, make_summary_message
+from langgraph_compaction.content.messages import SUMMARY_NAME, SUMMARY_PREFIX, make_summary_message
+from langgraph_compaction.pipeline.memory import Memory
 
 EPHEMERAL = {"type": "ephemeral"}
 SUMMARIES = (

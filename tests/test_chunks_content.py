@@ -18,13 +18,13 @@ from langchain_core.runnables import RunnableConfig
 from media_files import b64, data_url, pdf, png
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
-from langgraph_compaction._background import call_capacity, summary_calls
-from langgraph_compaction._chunks import plan_chunks, shorten_message, transcript_tokens
-from langgraph_compaction._estimate import estimate_tokens
-from langgraph_compaction._prompts import render_transcript
+from langgraph_compaction.content.estimate import estimate_tokens
 from langgraph_compaction.graph import build_pipeline
 from langgraph_compaction.nodes.measure import measure
 from langgraph_compaction.nodes.partition import plan_partition
+from langgraph_compaction.precompaction import call_capacity, summary_calls
+from langgraph_compaction.summary.chunks import plan_chunks, shorten_message, transcript_tokens
+from langgraph_compaction.summary.prompts import render_transcript
 
 THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 CHART_URL = "https://example.com/charts/churn-q3.png"

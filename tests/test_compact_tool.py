@@ -41,8 +41,8 @@ from langgraph_compaction import (
     create_compact_tool,
     create_compaction_graph,
 )
-from langgraph_compaction._compact import NO_THREAD, STORE_FAILED, confirmation
-from langgraph_compaction._exceptions import CompactionConfigError
+from langgraph_compaction.errors import CompactionConfigError
+from langgraph_compaction.tools import NO_THREAD, STORE_FAILED, confirmation
 
 FOCUS = "保留航班号 LH 454 和座位 12C; сохрани номер брони"
 """The model's focus: Chinese and Russian, with identifiers to keep verbatim."""

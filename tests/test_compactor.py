@@ -30,7 +30,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_compaction import SummaryStore
-from langgraph_compaction._compactor import compactor_name
+from langgraph_compaction.summary.compactor import compactor_name
 
 
 @dataclass

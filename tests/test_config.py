@@ -9,16 +9,16 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from langgraph_compaction._config import CompactionConfig
-from langgraph_compaction._config_models import (
+from langgraph_compaction.config.compaction import CompactionConfig
+from langgraph_compaction.config.parts import (
     ContextSize,
     HardClearConfig,
     KeepSize,
     PruningConfig,
     SoftTrimConfig,
 )
-from langgraph_compaction._exceptions import CompactionConfigError
-from langgraph_compaction._prompts import DEFAULT_SUMMARY_PROMPT, DEFAULT_UPDATE_PROMPT
+from langgraph_compaction.config.prompts import DEFAULT_SUMMARY_PROMPT, DEFAULT_UPDATE_PROMPT
+from langgraph_compaction.errors import CompactionConfigError
 
 DATA = Path(__file__).parent / "data" / "config"
 

@@ -19,8 +19,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
-from langgraph_compaction._blocks import tool_call_block
-from langgraph_compaction._prompts import render_transcript
+from langgraph_compaction.content.blocks import tool_call_block
+from langgraph_compaction.summary.prompts import render_transcript
 
 THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 CONFIG = {"trigger": {"type": "tokens", "value": 1000}, "keep": {"type": "messages", "value": 4}}

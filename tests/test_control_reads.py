@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from langgraph_compaction import SummaryStore
-from langgraph_compaction.store._records import ThreadControls
+from langgraph_compaction.store.records import ThreadControls
 
 _REQUEST = """
 import sys

@@ -34,7 +34,7 @@ from pydantic import BaseModel
 
 import langgraph_compaction
 from langgraph_compaction import CompactionConfig
-from langgraph_compaction._config_models import (
+from langgraph_compaction.config.parts import (
     ContextSize,
     HardClearConfig,
     KeepSize,

@@ -26,11 +26,11 @@ from langchain_core.runnables import RunnableConfig
 from media_files import b64, data_url, pdf, png, wav
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
-from langgraph_compaction._chunks import plan_chunks
-from langgraph_compaction._estimate import estimate_tokens, message_tokens
-from langgraph_compaction._media import PDF_TOKENS_PER_PAGE
-from langgraph_compaction._scripts import weighted_chars
-from langgraph_compaction._tokens import HistoryIndex
+from langgraph_compaction.content.estimate import estimate_tokens, message_tokens
+from langgraph_compaction.content.media import PDF_TOKENS_PER_PAGE
+from langgraph_compaction.content.tokens import HistoryIndex
+from langgraph_compaction.content.writing_systems import weighted_chars
+from langgraph_compaction.summary.chunks import plan_chunks
 
 THREAD: RunnableConfig = {"configurable": {"thread_id": "media"}}
 

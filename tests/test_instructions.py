@@ -11,7 +11,8 @@ from fakes import FakeToolCallingModel, RecordingSummarizer
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_compaction import SummaryStore
-from langgraph_compaction._prompts import DEFAULT_SUMMARY_PROMPT, add_instructions
+from langgraph_compaction.config.prompts import DEFAULT_SUMMARY_PROMPT
+from langgraph_compaction.summary.prompts import add_instructions
 
 CONFIGURED = "Keep every file path and every error name verbatim."
 PER_RUN = "保留所有端口号 / أبقِ أسماء الملفات كما هي"

@@ -17,7 +17,7 @@ from fakes import RecordingSummarizer
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langgraph_compaction import SummaryStore
-from langgraph_compaction._estimate import estimate_tokens
+from langgraph_compaction.content.estimate import estimate_tokens
 
 TURNS = {
     "english": "Please also check the hotel near the station, turn {n}.",

@@ -24,8 +24,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction import CompactionReport, SummaryStore, create_compaction_graph
-from langgraph_compaction._prompts import DEFAULT_SUMMARY_PROMPT, render_transcript
-from langgraph_compaction._quality import not_a_summary
+from langgraph_compaction.config.prompts import DEFAULT_SUMMARY_PROMPT
+from langgraph_compaction.summary.checks import not_a_summary
+from langgraph_compaction.summary.prompts import render_transcript
 
 NONE_OF_IT = "it mentions none of the conversation's names, numbers or terms"
 

@@ -24,8 +24,8 @@ from media_files import (
     webp_lossy,
 )
 
-from langgraph_compaction._blocks import block_tokens, media_block, media_reference
-from langgraph_compaction._media import (
+from langgraph_compaction.content.blocks import block_tokens, media_block, media_reference
+from langgraph_compaction.content.media import (
     ANTHROPIC_IMAGE_MAX_TOKENS,
     AUDIO_TOKENS_PER_SECOND,
     OPENAI_IMAGE_BASE_TOKENS,
@@ -35,7 +35,7 @@ from langgraph_compaction._media import (
     anthropic_image_tokens,
     openai_image_tokens,
 )
-from langgraph_compaction._media_probe import PDF_SCAN_BYTES, TEXT_DECODE_BYTES, Probe, probe
+from langgraph_compaction.content.media_probe import PDF_SCAN_BYTES, TEXT_DECODE_BYTES, Probe, probe
 
 Block = dict[str, Any]
 

@@ -46,8 +46,8 @@ from langgraph_compaction import (
     SummaryStore,
     create_compaction_graph,
 )
-from langgraph_compaction._blocks import media_reference
-from langgraph_compaction._estimate import estimate_tokens
+from langgraph_compaction.content.blocks import media_reference
+from langgraph_compaction.content.estimate import estimate_tokens
 
 Block = dict[str, Any]
 RUN: RunnableConfig = {"configurable": {"thread_id": "media"}}

@@ -8,7 +8,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
-from langgraph_compaction._messages import ensure_tool_pairs, split_tool_units
+from langgraph_compaction.content.messages import ensure_tool_pairs, split_tool_units
 
 THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 

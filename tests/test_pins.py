@@ -27,8 +27,8 @@ from langchain_core.runnables import RunnableConfig
 from media_files import b64, png
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
-from langgraph_compaction._estimate import estimate_tokens
-from langgraph_compaction._messages import ensure_tool_pairs
+from langgraph_compaction.content.estimate import estimate_tokens
+from langgraph_compaction.content.messages import ensure_tool_pairs
 
 THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 SMALL: dict[str, Any] = {

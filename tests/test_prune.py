@@ -46,9 +46,9 @@ from traces import (
 from typing_extensions import TypedDict
 
 from langgraph_compaction import CompactionReport, SummaryStore, create_compaction_graph
-from langgraph_compaction._config_models import PruningConfig
-from langgraph_compaction._messages import trim_middle as soft_trim_text
-from langgraph_compaction._pruning import (
+from langgraph_compaction.config.parts import PruningConfig
+from langgraph_compaction.content.messages import trim_middle as soft_trim_text
+from langgraph_compaction.pruning.rules import (
     age_levels,
     first_user_index,
     is_candidate,

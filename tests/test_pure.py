@@ -25,12 +25,9 @@ from langchain_core.exceptions import (
 )
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langgraph_compaction._chunks import shorten_message, shorten_text
-from langgraph_compaction._config_models import PruningConfig
-from langgraph_compaction._exceptions import CompactionInputError
-from langgraph_compaction._flights import Flights
-from langgraph_compaction._jobs import Jobs
-from langgraph_compaction._messages import (
+from langgraph_compaction.config.parts import PruningConfig
+from langgraph_compaction.config.triggers import Threshold, scale_thresholds, within_headroom
+from langgraph_compaction.content.messages import (
     SUMMARY_NAME,
     caller_index,
     coerce_messages,
@@ -40,13 +37,16 @@ from langgraph_compaction._messages import (
     tool_name_of,
     trim_middle,
 )
-from langgraph_compaction._model_calls import distinct_models, is_retryable, overflow_of
-from langgraph_compaction._prompts import delimiters_of, escape_for
-from langgraph_compaction._pruning import HARD, KEEP, SOFT, age_level
-from langgraph_compaction._summaries import find_matching_summaries, message_key
-from langgraph_compaction._thresholds import Threshold, scale_thresholds, within_headroom
-from langgraph_compaction._tokens import HistoryIndex
+from langgraph_compaction.content.tokens import HistoryIndex
+from langgraph_compaction.errors import CompactionInputError
+from langgraph_compaction.pipeline.flights import Flights
+from langgraph_compaction.pipeline.jobs import Jobs
+from langgraph_compaction.pruning.rules import HARD, KEEP, SOFT, age_level
 from langgraph_compaction.store import SummaryRecord
+from langgraph_compaction.summary.chunks import shorten_message, shorten_text
+from langgraph_compaction.summary.matching import find_matching_summaries, message_key
+from langgraph_compaction.summary.model_call import distinct_models, is_retryable, overflow_of
+from langgraph_compaction.summary.prompts import delimiters_of, escape_for
 
 # -- _thresholds ---------------------------------------------------------------------------------
 

@@ -14,13 +14,9 @@ import pytest
 from fakes import RecordingSummarizer
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langgraph_compaction._prompts import (
-    DEFAULT_SUMMARY_PROMPT,
-    DEFAULT_UPDATE_PROMPT,
-    fill_prompt,
-    render_transcript,
-)
-from langgraph_compaction._quality import not_a_summary, salient_terms
+from langgraph_compaction.config.prompts import DEFAULT_SUMMARY_PROMPT, DEFAULT_UPDATE_PROMPT
+from langgraph_compaction.summary.checks import not_a_summary, salient_terms
+from langgraph_compaction.summary.prompts import fill_prompt, render_transcript
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 from demo_data import DEMO_TOOLS, DEMO_TURNS

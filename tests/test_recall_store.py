@@ -20,10 +20,10 @@ from alembic import command
 from sqlalchemy import create_engine, text
 
 from langgraph_compaction import RecalledMessage, SummaryStore
-from langgraph_compaction._exceptions import ThreadDeletedError
+from langgraph_compaction.errors import ThreadDeletedError
 from langgraph_compaction.store import IndexedMessage
-from langgraph_compaction.store._engine import derive_urls
-from langgraph_compaction.store._migrate import alembic_config
+from langgraph_compaction.store.db.engine import derive_urls
+from langgraph_compaction.store.schema.migrate import alembic_config
 
 ROOT = Path(__file__).resolve().parents[1]
 

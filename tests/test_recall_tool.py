@@ -27,9 +27,9 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from langgraph_compaction import SummaryStore, create_recall_tool
-from langgraph_compaction._prompts import render_transcript
-from langgraph_compaction._recall import MAX_HIT_CHARS
 from langgraph_compaction.store import IndexedMessage
+from langgraph_compaction.summary.prompts import render_transcript
+from langgraph_compaction.tools import MAX_HIT_CHARS
 
 HISTORY = [
     HumanMessage("My flight is LH 454 to Lisbon, seat 12C.", id="h0"),

@@ -32,8 +32,8 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.types import Command
 
 from langgraph_compaction import SummaryStore
-from langgraph_compaction._exceptions import CompactionConfigError
-from langgraph_compaction._review import REJECTED, review_payload
+from langgraph_compaction.errors import CompactionConfigError
+from langgraph_compaction.summary.review import REJECTED, review_payload
 
 REVIEWED = {**TRIGGER, "review": True}
 EDITED = "سجل المحادثة: الملف src/app_1.py — исправлено ValueError_1."

@@ -30,8 +30,8 @@ from langgraph_compaction import (
     SummaryStore,
     create_compaction_graph,
 )
-from langgraph_compaction._control import RunControl, run_control
-from langgraph_compaction._exceptions import CompactionConfigError
+from langgraph_compaction.config.run_control import RunControl, run_control
+from langgraph_compaction.errors import CompactionConfigError
 
 KEEP = 4
 CONFIG: dict[str, Any] = {

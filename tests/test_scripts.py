@@ -22,7 +22,7 @@ from langchain_core.runnables import RunnableConfig
 from traces import shared_data_dir
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
-from langgraph_compaction._scripts import weighted_chars
+from langgraph_compaction.content.writing_systems import weighted_chars
 
 THREAD: RunnableConfig = {"configurable": {"thread_id": "scripts"}}
 

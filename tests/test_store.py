@@ -28,13 +28,14 @@ from _store_support import Backend, summary_fields
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.exc import IntegrityError
 
-from langgraph_compaction._exceptions import SummaryStoreError
-from langgraph_compaction.store import SummaryRecord, SummaryStore, ThreadState, _tables
-from langgraph_compaction.store import _database as database_module
-from langgraph_compaction.store._engine import derive_urls
-from langgraph_compaction.store._inspect import load_report
-from langgraph_compaction.store._inspect import main as inspect_main
-from langgraph_compaction.store._migrate import SCHEMA_VERSION
+from langgraph_compaction.errors import SummaryStoreError
+from langgraph_compaction.store import SummaryRecord, SummaryStore, ThreadState
+from langgraph_compaction.store import database as database_module
+from langgraph_compaction.store.cli.inspect import load_report
+from langgraph_compaction.store.cli.inspect import main as inspect_main
+from langgraph_compaction.store.db.engine import derive_urls
+from langgraph_compaction.store.schema.migrate import SCHEMA_VERSION
+from langgraph_compaction.store.sql import summaries as _tables
 
 # -- fixtures: `backend`, `sqlite_backend` and `store_url` come from conftest.py ----------------
 

@@ -18,8 +18,8 @@ from alembic import command
 from sqlalchemy import create_engine
 
 from langgraph_compaction.store import SummaryStore
-from langgraph_compaction.store._engine import build_async_engine, derive_urls
-from langgraph_compaction.store._migrate import alembic_config, ensure_schema
+from langgraph_compaction.store.db.engine import build_async_engine, derive_urls
+from langgraph_compaction.store.schema.migrate import alembic_config, ensure_schema
 
 
 async def every_async_method(store: SummaryStore) -> None:

@@ -34,7 +34,7 @@ from fakes import RecordingSummarizer
 from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
-from langgraph_compaction._exceptions import SummaryStoreError, ThreadDeletedError
+from langgraph_compaction.errors import SummaryStoreError, ThreadDeletedError
 
 CONFIG: dict[str, Any] = {
     "context_window": 3000,

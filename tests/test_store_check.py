@@ -18,8 +18,8 @@ from sqlalchemy import create_engine, text
 
 from langgraph_compaction import SummaryStore
 from langgraph_compaction.store import SummaryRecord
-from langgraph_compaction.store._engine import derive_urls
-from langgraph_compaction.store._inspect import main as cli
+from langgraph_compaction.store.cli.inspect import main as cli
+from langgraph_compaction.store.db.engine import derive_urls
 
 
 def add(store: SummaryStore, thread: str, n: int, parent: SummaryRecord | None, **kw: Any) -> Any:

@@ -22,7 +22,7 @@ import _store_workers as workers
 import pytest
 from _store_support import call, preloaded_forkserver, summary_fields
 
-from langgraph_compaction._exceptions import SummaryStoreError, ThreadDeletedError
+from langgraph_compaction.errors import SummaryStoreError, ThreadDeletedError
 from langgraph_compaction.store import SummaryStore, ThreadState
 
 TIMEOUT_S = 60

@@ -25,7 +25,7 @@ import pytest
 from _store_support import call, preloaded_forkserver
 
 from langgraph_compaction.store import Lease, SummaryStore
-from langgraph_compaction.store._leases import HEARTBEAT
+from langgraph_compaction.store.sql.leases import HEARTBEAT
 
 TIMEOUT_S = 60
 

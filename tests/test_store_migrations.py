@@ -22,12 +22,12 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection, create_engine, text
 from sqlalchemy import inspect as sa_inspect
 
-from langgraph_compaction._exceptions import SummaryStoreError
+from langgraph_compaction.errors import SummaryStoreError
 from langgraph_compaction.store import SummaryStore
-from langgraph_compaction.store._engine import derive_urls
-from langgraph_compaction.store._fulltext import is_fulltext_object
-from langgraph_compaction.store._inspect import main as cli
-from langgraph_compaction.store._migrate import (
+from langgraph_compaction.store.cli.inspect import main as cli
+from langgraph_compaction.store.db.engine import derive_urls
+from langgraph_compaction.store.schema.fulltext import is_fulltext_object
+from langgraph_compaction.store.schema.migrate import (
     HEAD_REVISION,
     SCHEMA_VERSION,
     VERSION_TABLE,
@@ -36,7 +36,7 @@ from langgraph_compaction.store._migrate import (
     current_revision,
     script_directory,
 )
-from langgraph_compaction.store._tables import metadata
+from langgraph_compaction.store.sql.summaries import metadata
 
 FIRST_RELEASE_DDL = {
     "sqlite": """

@@ -21,8 +21,8 @@ import pytest
 from _store_support import preloaded_forkserver
 
 from langgraph_compaction import SummaryStore
-from langgraph_compaction.store._inspect import main as cli
-from langgraph_compaction.store._migrate import SCHEMA_VERSION
+from langgraph_compaction.store.cli.inspect import main as cli
+from langgraph_compaction.store.schema.migrate import SCHEMA_VERSION
 
 WORKERS = 4
 TIMEOUT_S = 90

@@ -28,10 +28,12 @@ from alembic import command as alembic_command
 from alembic.config import Config as AlembicConfig
 from sqlalchemy import Connection, text
 
-from langgraph_compaction._exceptions import SummaryStoreError
-from langgraph_compaction.store import SummaryRecord, SummaryStore, _migrate, _tables
-from langgraph_compaction.store._migrate import HEAD_REVISION
-from langgraph_compaction.store._records import NewSummary
+from langgraph_compaction.errors import SummaryStoreError
+from langgraph_compaction.store import SummaryRecord, SummaryStore
+from langgraph_compaction.store.records import NewSummary
+from langgraph_compaction.store.schema import migrate as _migrate
+from langgraph_compaction.store.schema.migrate import HEAD_REVISION
+from langgraph_compaction.store.sql import summaries as _tables
 
 # Every test takes conftest's `is_async`: the sync methods, and the async ones (asyncio.run).
 

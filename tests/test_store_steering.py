@@ -23,11 +23,11 @@ from _store_support import Backend, preloaded_forkserver, summary_fields
 from alembic import command
 from sqlalchemy import Connection, create_engine, text
 
-from langgraph_compaction._exceptions import ThreadDeletedError
+from langgraph_compaction.errors import ThreadDeletedError
 from langgraph_compaction.store import SummaryStore, ThreadControls
-from langgraph_compaction.store._engine import derive_urls
-from langgraph_compaction.store._migrate import SCHEMA_VERSION, alembic_config
-from langgraph_compaction.store._tables import LIVE_SUMMARY, dialect_insert, summaries
+from langgraph_compaction.store.db.engine import derive_urls
+from langgraph_compaction.store.schema.migrate import SCHEMA_VERSION, alembic_config
+from langgraph_compaction.store.sql.summaries import LIVE_SUMMARY, dialect_insert, summaries
 
 TIMEOUT_S = 90
 

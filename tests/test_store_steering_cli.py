@@ -18,8 +18,8 @@ import pytest
 from _store_support import summary_fields
 
 from langgraph_compaction.store import SummaryStore
-from langgraph_compaction.store._inspect import main as cli
-from langgraph_compaction.store._render import WIDTH
+from langgraph_compaction.store.cli.inspect import main as cli
+from langgraph_compaction.store.cli.render import WIDTH
 
 
 def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

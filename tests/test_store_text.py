@@ -29,7 +29,7 @@ from langgraph_compaction import (
     create_recall_tool,
 )
 from langgraph_compaction.store import IndexedMessage
-from langgraph_compaction.store._text import REPLACEMENT, storable
+from langgraph_compaction.store.db.storable_text import REPLACEMENT, storable
 
 REFUSED = "nul[\x00] lone[\ud800] low[\udfff] pair[\ud83d\ude00]"
 STORED = f"nul[{REPLACEMENT}] lone[{REPLACEMENT}] low[{REPLACEMENT}] pair[\U0001f600]"

@@ -25,9 +25,9 @@ from alembic import command
 from sqlalchemy import Connection, create_engine, text
 
 from langgraph_compaction.store import ReviewDraft, SummaryRecord, SummaryStore
-from langgraph_compaction.store._engine import derive_urls
-from langgraph_compaction.store._migrate import SCHEMA_VERSION, alembic_config
-from langgraph_compaction.store._render import WIDTH
+from langgraph_compaction.store.cli.render import WIDTH
+from langgraph_compaction.store.db.engine import derive_urls
+from langgraph_compaction.store.schema.migrate import SCHEMA_VERSION, alembic_config
 
 ROOT = Path(__file__).resolve().parents[1]
 USAGE = ("input_tokens", "output_tokens", "cache_read_tokens")

@@ -26,11 +26,11 @@ from sqlalchemy import Connection, Engine, event, text
 from sqlalchemy.engine import make_url
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
-from langgraph_compaction._exceptions import SummaryStoreError
-from langgraph_compaction._state import CompactionInput
-from langgraph_compaction.store._database import database_identity
-from langgraph_compaction.store._engine import WRITE_OPTION, build_sync_engine
-from langgraph_compaction.store._writers import WriteQueue, write_queue
+from langgraph_compaction.errors import SummaryStoreError
+from langgraph_compaction.pipeline.state import CompactionInput
+from langgraph_compaction.store.database import database_identity
+from langgraph_compaction.store.db.engine import WRITE_OPTION, build_sync_engine
+from langgraph_compaction.store.db.write_queue import WriteQueue, write_queue
 
 WRITERS, WRITES = 6, 15
 

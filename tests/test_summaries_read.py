@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from langgraph_compaction import SummaryStore
-from langgraph_compaction.store import _tables
-from langgraph_compaction.store._records import SummaryRecord
+from langgraph_compaction.store.records import SummaryRecord
+from langgraph_compaction.store.sql import summaries as summary_sql
 
 TEXTS = ("Пользователь просил отчёт", "用户要求一份报告", "طلب المستخدم تقريرا", "report v4")
 
@@ -39,7 +39,7 @@ def _add(store: SummaryStore, thread: str, version: int, parent: SummaryRecord |
 
 
 def _through_engine(store: SummaryStore, thread: str, limit: int) -> list[SummaryRecord]:
-    return store._db.run(lambda c: _tables.latest_summaries(c, thread, "default", limit))
+    return store._db.run(lambda c: summary_sql.latest_summaries(c, thread, "default", limit))
 
 
 def test_it_reads_what_the_engine_reads_and_sees_every_write(store_url: str) -> None:

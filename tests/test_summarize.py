@@ -14,8 +14,8 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableBinding, RunnableConfig
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
-from langgraph_compaction._chunks import plan_chunks
-from langgraph_compaction._prompts import fill_prompt, render_transcript
+from langgraph_compaction.summary.chunks import plan_chunks
+from langgraph_compaction.summary.prompts import fill_prompt, render_transcript
 
 THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 SMALL = {"trigger": {"type": "tokens", "value": 2000}, "keep": {"type": "messages", "value": 6}}
@@ -114,8 +114,8 @@ _ATTACKS = (
 def _templates() -> list[tuple[str, str]]:
     from langchain.agents.middleware.summarization import DEFAULT_SUMMARY_PROMPT
 
-    from langgraph_compaction._prompts import DEFAULT_SUMMARY_PROMPT as OURS
-    from langgraph_compaction._prompts import DEFAULT_UPDATE_PROMPT as OUR_UPDATE
+    from langgraph_compaction.config.prompts import DEFAULT_SUMMARY_PROMPT as OURS
+    from langgraph_compaction.config.prompts import DEFAULT_UPDATE_PROMPT as OUR_UPDATE
 
     return [
         ("ours", OURS),
@@ -379,7 +379,7 @@ def test_a_compatible_server_gets_the_cap_it_reads(monkeypatch: pytest.MonkeyPat
     from langchain_openai import ChatOpenAI
 
     from langgraph_compaction import CompactionConfig
-    from langgraph_compaction._model_calls import bind_summarizer
+    from langgraph_compaction.summary.model_call import bind_summarizer
 
     config = CompactionConfig(max_summary_tokens=77, parameters={"extra_body": {"top_k": 5}})
     local = ChatOpenAI(model="m", base_url="http://127.0.0.1:9/v1", api_key="unused")

@@ -33,8 +33,9 @@ from langchain_core.runnables import RunnableConfig
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
-from langgraph_compaction import SummaryStore, _model_calls, create_compaction_graph
-from langgraph_compaction._model_calls import overflow_of
+from langgraph_compaction import SummaryStore, create_compaction_graph
+from langgraph_compaction.summary import model_call as _model_calls
+from langgraph_compaction.summary.model_call import overflow_of
 
 THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 CONFIG = {"trigger": {"type": "tokens", "value": 2000}, "keep": {"type": "messages", "value": 6}}

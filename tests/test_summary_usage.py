@@ -19,8 +19,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from pydantic import PrivateAttr
 
-from langgraph_compaction import CompactionReport, SummaryStore, _review, create_compaction_graph
-from langgraph_compaction._report import SummaryUsage
+from langgraph_compaction import CompactionReport, SummaryStore, create_compaction_graph
+from langgraph_compaction.pipeline.report import SummaryUsage
+from langgraph_compaction.summary import review as _review
 
 NO_USAGE = SummaryUsage(None, None, None)
 

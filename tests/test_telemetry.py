@@ -37,10 +37,10 @@ from langgraph_compaction import (
     CompactionMiddleware,
     CompactionReport,
     SummaryStore,
-    _telemetry,
     create_compaction_graph,
 )
-from langgraph_compaction._report import ContextGauge, SummaryUsage
+from langgraph_compaction.pipeline import telemetry as _telemetry
+from langgraph_compaction.pipeline.report import ContextGauge, SummaryUsage
 
 CONFIG: dict[str, Any] = {
     "trigger": {"type": "tokens", "value": 600},

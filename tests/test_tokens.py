@@ -18,9 +18,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from langgraph_compaction import _tokens
-from langgraph_compaction._estimate import estimate_tokens
-from langgraph_compaction._tokens import HASH_TAG, HistoryIndex, HistoryScan
+from langgraph_compaction.content import tokens as _tokens
+from langgraph_compaction.content.estimate import estimate_tokens
+from langgraph_compaction.content.tokens import HASH_TAG, HistoryIndex, HistoryScan
 
 KEY = ("ns", "t")
 

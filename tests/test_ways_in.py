@@ -26,7 +26,7 @@ from langgraph_compaction import (
     SummaryStore,
     create_compaction_graph,
 )
-from langgraph_compaction._exceptions import CompactionConfigError
+from langgraph_compaction.errors import CompactionConfigError
 
 CONFIG = {"trigger": {"type": "tokens", "value": 1500}, "keep": {"type": "messages", "value": 4}}
 QUIET = {"trigger": {"type": "tokens", "value": 1400}, "keep": {"type": "messages", "value": 4}}

@@ -22,8 +22,8 @@ from pydantic import AfterValidator, BaseModel
 from pydantic.fields import FieldInfo
 
 from langgraph_compaction import CompactionConfig
-from langgraph_compaction._config import _REMOVED_KEYS
-from langgraph_compaction._config_models import ConfigModel, spellings
+from langgraph_compaction.config.compaction import _REMOVED_KEYS
+from langgraph_compaction.config.parts import ConfigModel, spellings
 
 __all__ = ["MARKER", "on_page_markdown", "render_reference", "settings_models"]
 

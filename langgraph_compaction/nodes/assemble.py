@@ -19,24 +19,24 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from .._call import Measured, Outcome, OutcomeInput
-from .._chunks import shorten_message
-from .._epochs import pruned_input, summary_phase, whole_history_phase
-from .._messages import (
+from langgraph_compaction.config.settings import emit
+from langgraph_compaction.content.messages import (
     answered_calls,
     ensure_tool_pairs,
     find_latest_user_index,
     keep_tool_calls,
     split_tool_units,
 )
-from .._pins import count_pinned, is_pinned
-from .._pipeline import Pipeline
-from .._report import CompactionAction, CompactionReport, ContextGauge
-from .._settings import emit
-from .._summaries import rescued_positions
-from .._telemetry import trace_compaction
-from .._tokens import TokenCounter, calibrated
-from ..store import SummaryRecord, storable
+from langgraph_compaction.content.tokens import TokenCounter, calibrated
+from langgraph_compaction.pipeline.context import Pipeline
+from langgraph_compaction.pipeline.records import Measured, Outcome, OutcomeInput
+from langgraph_compaction.pipeline.report import CompactionAction, CompactionReport, ContextGauge
+from langgraph_compaction.pipeline.telemetry import trace_compaction
+from langgraph_compaction.pruning.epochs import pruned_input, summary_phase, whole_history_phase
+from langgraph_compaction.pruning.pins import count_pinned, is_pinned
+from langgraph_compaction.store import SummaryRecord, storable
+from langgraph_compaction.summary.chunks import shorten_message
+from langgraph_compaction.summary.matching import rescued_positions
 
 __all__ = ["assemble", "assemble_node", "split_rescued_caller"]
 

@@ -24,20 +24,20 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END
 from langgraph.types import Command
 
-from .._call import Measured, Outcome
-from .._control import NO_CONTROL, RunControl, run_control
-from .._effects import Step
-from .._epochs import old_media_input
-from .._messages import coerce_messages, count_leading_system
-from .._pipeline import Pipeline, Precompact
-from .._report import CompactionReport, ContextGauge
-from .._settings import Settings, emit, thread_id_of
-from .._state import CompactionInput
-from .._steering import FORCED, steering, stored_summary
-from .._summaries import compressed_triggers, held_summary, still_serves
-from .._telemetry import trace_compaction
-from .._thresholds import find_keep_start, fired_triggers
-from .._tokens import HistoryScan, calibrated
+from langgraph_compaction.config.run_control import NO_CONTROL, RunControl, run_control
+from langgraph_compaction.config.settings import Settings, emit, thread_id_of
+from langgraph_compaction.config.triggers import find_keep_start, fired_triggers
+from langgraph_compaction.content.messages import coerce_messages, count_leading_system
+from langgraph_compaction.content.tokens import HistoryScan, calibrated
+from langgraph_compaction.pipeline.context import Pipeline, Precompact
+from langgraph_compaction.pipeline.effects import Step
+from langgraph_compaction.pipeline.records import Measured, Outcome
+from langgraph_compaction.pipeline.report import CompactionReport, ContextGauge
+from langgraph_compaction.pipeline.state import CompactionInput
+from langgraph_compaction.pipeline.telemetry import trace_compaction
+from langgraph_compaction.pruning.epochs import old_media_input
+from langgraph_compaction.steering.changes import FORCED, steering, stored_summary
+from langgraph_compaction.summary.matching import compressed_triggers, held_summary, still_serves
 
 __all__ = ["measure", "measure_context", "measure_step", "old_media_report", "passthrough_report"]
 

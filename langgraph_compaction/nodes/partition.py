@@ -23,9 +23,19 @@ from dataclasses import dataclass
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
-from .._call import Decision, Measured, MeasuredInput, Partition, Reuse
-from .._config import CompactionConfig
-from .._effects import (
+from langgraph_compaction.config.compaction import CompactionConfig
+from langgraph_compaction.config.triggers import find_keep_start, within_headroom
+from langgraph_compaction.content.messages import (
+    answered_calls,
+    caller_index,
+    find_latest_user_index,
+    has_unanswered_call,
+    split_tool_units,
+)
+from langgraph_compaction.content.tokens import HistoryScan
+from langgraph_compaction.errors import SummaryStoreError, ThreadDeletedError
+from langgraph_compaction.pipeline.context import Pipeline, Precompact
+from langgraph_compaction.pipeline.effects import (
     Step,
     WaitFlight,
     latest_summaries,
@@ -33,17 +43,21 @@ from .._effects import (
     set_calibration,
     thread_state,
 )
-from .._exceptions import SummaryStoreError, ThreadDeletedError
-from .._messages import (
-    answered_calls,
-    caller_index,
-    find_latest_user_index,
-    has_unanswered_call,
-    split_tool_units,
+from langgraph_compaction.pipeline.records import (
+    Decision,
+    Measured,
+    MeasuredInput,
+    Partition,
+    Reuse,
 )
-from .._pins import choose_pinned, choose_user_messages, pinned_units, user_messages
-from .._pipeline import Pipeline, Precompact
-from .._summaries import (
+from langgraph_compaction.pruning.pins import (
+    choose_pinned,
+    choose_user_messages,
+    pinned_units,
+    user_messages,
+)
+from langgraph_compaction.store import SummaryRecord
+from langgraph_compaction.summary.matching import (
     compressed_context,
     compressed_triggers,
     find_matching_summaries,
@@ -51,9 +65,6 @@ from .._summaries import (
     store_outage,
     summary_fits,
 )
-from .._thresholds import find_keep_start, within_headroom
-from .._tokens import HistoryScan
-from ..store import SummaryRecord
 
 __all__ = ["JOB_WAIT_S", "decide", "find_skill_results", "partition_step", "plan_partition"]
 

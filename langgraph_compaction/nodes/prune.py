@@ -14,9 +14,14 @@ from __future__ import annotations
 
 from langgraph.types import Command
 
-from .._call import Measured, MeasuredInput, Outcome
-from .._epochs import input_shrinks, pruned_triggers, refine_count, whole_history_phase
-from .._pipeline import Pipeline
+from langgraph_compaction.pipeline.context import Pipeline
+from langgraph_compaction.pipeline.records import Measured, MeasuredInput, Outcome
+from langgraph_compaction.pruning.epochs import (
+    input_shrinks,
+    pruned_triggers,
+    refine_count,
+    whole_history_phase,
+)
 
 __all__ = ["prune_node", "pruning_fits"]
 

@@ -31,11 +31,13 @@ from typing import Literal
 
 from langchain_core.runnables import RunnableConfig
 
-from .._call import Decision, DecisionInput, Measured, Outcome, Partition, Reuse
-from .._config import CompactionConfig
-from .._control import join_instructions
-from .._drafting import Failure, draft_by_compactor, draft_by_models, plan_summary_chunks
-from .._effects import (
+from langgraph_compaction.config.compaction import CompactionConfig
+from langgraph_compaction.config.run_control import join_instructions
+from langgraph_compaction.config.settings import emit
+from langgraph_compaction.content.messages import make_summary_message, tool_name_of
+from langgraph_compaction.errors import SummaryStoreError, ThreadDeletedError
+from langgraph_compaction.pipeline.context import Pipeline, Precompact
+from langgraph_compaction.pipeline.effects import (
     Sleep,
     Step,
     StoreCall,
@@ -50,13 +52,32 @@ from .._effects import (
     reset_failures,
     save_review,
 )
-from .._exceptions import SummaryStoreError, ThreadDeletedError
-from .._flights import FLIGHTS
-from .._messages import make_summary_message, tool_name_of
-from .._model_calls import distinct_models, summary_labels, usage_columns
-from .._pipeline import Pipeline, Precompact
-from .._prompts import render_transcript
-from .._review import (
+from langgraph_compaction.pipeline.flights import FLIGHTS
+from langgraph_compaction.pipeline.records import (
+    Decision,
+    DecisionInput,
+    Measured,
+    Outcome,
+    Partition,
+    Reuse,
+)
+from langgraph_compaction.store import (
+    IndexedMessage,
+    Lease,
+    SummaryRecord,
+    SummaryStore,
+    ThreadState,
+)
+from langgraph_compaction.summary.drafting import (
+    Failure,
+    draft_by_compactor,
+    draft_by_models,
+    plan_summary_chunks,
+)
+from langgraph_compaction.summary.matching import message_key, store_outage
+from langgraph_compaction.summary.model_call import distinct_models, summary_labels, usage_columns
+from langgraph_compaction.summary.prompts import render_transcript
+from langgraph_compaction.summary.review import (
     REJECTED,
     Draft,
     ask_review,
@@ -65,9 +86,6 @@ from .._review import (
     remember_draft,
     saved_draft,
 )
-from .._settings import emit
-from .._summaries import message_key, store_outage
-from ..store import IndexedMessage, Lease, SummaryRecord, SummaryStore, ThreadState
 
 __all__ = ["LEASE_WAIT_S", "breaker_open", "summarize", "summarize_step"]
 

@@ -6,8 +6,8 @@ Run ``python -m langgraph_compaction.store inspect --url URL`` to see what a sto
 ``revoke --url URL --thread T [--version N]`` to withdraw a summary from use.
 """
 
-from langgraph_compaction.store._leases import Lease
-from langgraph_compaction.store._records import (
+from langgraph_compaction.store.db.storable_text import storable
+from langgraph_compaction.store.records import (
     CompactionRequest,
     IndexedMessage,
     RecalledMessage,
@@ -16,8 +16,8 @@ from langgraph_compaction.store._records import (
     ThreadControls,
     ThreadState,
 )
-from langgraph_compaction.store._store import SummaryStore
-from langgraph_compaction.store._text import storable
+from langgraph_compaction.store.sql.leases import Lease
+from langgraph_compaction.store.summary_store import SummaryStore
 
 __all__ = [
     "CompactionRequest",

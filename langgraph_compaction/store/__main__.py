@@ -5,6 +5,6 @@
 view fits a 100-column terminal.
 """
 
-from langgraph_compaction.store._inspect import main
+from langgraph_compaction.store.cli.inspect import main
 
 raise SystemExit(main())

@@ -1,0 +1,67 @@
+"""The summary cap: a reply well over ``max_summary_tokens`` is cut before it is stored.
+
+The summary call asks the model for at most ``max_summary_tokens``, but not every server
+honours the bound, and a custom compactor has none. A stored summary is sent on every later
+call, so one too large costs every turn after it. A reply over the cap by more than
+:data:`CAP_SLACK` (counted with the pipeline's counter) is cut to the cap where a line or a
+sentence ends (``.``, ``!``, ``?``, and in CJK text the ideographic full stop and the
+full-width ``!`` and ``?``); failing that, where a word ends; failing that, anywhere.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from langchain_core.messages import HumanMessage
+
+from langgraph_compaction.content.tokens import TokenCounter
+
+__all__ = ["CAP_SLACK", "cap_summary"]
+
+CAP_SLACK = 0.1
+"""A reply up to this share over the cap is kept whole: a count is an estimate."""
+
+_SENTENCE_ENDS = re.compile(
+    r"\n|[.!?][\"')\]\u2019\u201d]*(?=\s)|[.!?]$"  # Latin: a space or the end follows
+    r"|[\u3002\uff01\uff1f\uff0e\uff61][\u300d\u300f\u3011\uff09\u201d\u2019)]*",  # CJK
+    re.MULTILINE,
+)
+"""Where a line or a sentence ends (the cut keeps what comes before ``\\n``)."""
+_WORD_ENDS = re.compile(r"\S(?=\s)")
+
+
+def cap_summary(text: str, max_tokens: int, counter: TokenCounter) -> str:
+    """``text``, or its longest head that ends a line or sentence within ``max_tokens``.
+
+    Returns ``text`` itself when it is at most :data:`CAP_SLACK` over the cap.
+    """
+    if _tokens(text, counter) <= max_tokens * (1 + CAP_SLACK):
+        return text
+    for ends in (_SENTENCE_ENDS, _WORD_ENDS):
+        positions = [m.end() if m.group() != "\n" else m.start() for m in ends.finditer(text)]
+        head = _longest_head(text, positions, max_tokens, counter)
+        if head:
+            return head
+    anywhere = _longest_head(text, list(range(1, len(text))), max_tokens, counter)
+    # A cap below the counter's own overhead per message fits nothing: never store blank text.
+    return anywhere or text[: max(max_tokens, 1)].strip() or text
+
+
+def _longest_head(
+    text: str, positions: Sequence[int], max_tokens: int, counter: TokenCounter
+) -> str:
+    """The longest ``text[:p].rstrip()`` within ``max_tokens`` over ``positions`` (ascending)."""
+    best, low, high = "", 0, len(positions) - 1
+    while low <= high:  # the count grows with the head: search the positions by halves
+        middle = (low + high) // 2
+        head = text[: positions[middle]].rstrip()
+        if head and _tokens(head, counter) <= max_tokens:
+            best, low = head, middle + 1
+        else:
+            high = middle - 1
+    return best
+
+
+def _tokens(text: str, counter: TokenCounter) -> int:
+    return counter([HumanMessage(content=text)])

@@ -1,0 +1,179 @@
+"""Making a new summary's text, not storing it: the summary model's calls or your compactor.
+
+The summary model reads the evicted messages in consecutive chunks within what one call takes
+(``trim_tokens_to_summarize`` and what the summarizer's window is known to take), each an update
+of the last, every prompt ending with the caller's instructions; a prompt the model refuses as
+too long is summarized again in smaller chunks. A custom compactor gets every evicted message
+in one call (chunks exist to fit a model's window). Either reply must pass the not-a-summary
+check and is capped at ``max_summary_tokens``; a failure is a value (``Failure``), so the caller
+can try the fallback model or apply the failure policy. Every call runs labelled as the caller
+says (``labels``, from ``_model_calls.summary_labels``), and what the answered calls reported
+as usage is summed into the draft (a failed one too: a failure was paid for).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+
+from langgraph_compaction.config.settings import Compactor
+from langgraph_compaction.errors import SummarizerError
+from langgraph_compaction.pipeline.context import Pipeline
+from langgraph_compaction.pipeline.effects import Step
+from langgraph_compaction.pipeline.report import SummaryUsage
+from langgraph_compaction.summary.cap import cap_summary
+from langgraph_compaction.summary.checks import not_a_summary
+from langgraph_compaction.summary.chunks import ChunkPlan, plan_chunks, transcript_tokens
+from langgraph_compaction.summary.compactor import compactor_name, compactor_reply
+from langgraph_compaction.summary.model_call import (
+    PromptTooLong,
+    SummaryCallFailed,
+    add_usage,
+    bind_summarizer,
+    model_name,
+    summary_call,
+)
+from langgraph_compaction.summary.prompts import add_instructions, fill_prompt, render_transcript
+from langgraph_compaction.summary.review import Draft
+
+__all__ = ["Failure", "draft_by_compactor", "draft_by_models", "plan_summary_chunks"]
+
+_MAX_OVERFLOW_RETRIES = 3
+"""Times one compaction re-chunks after the summarizer refused a prompt as too long."""
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Every way of making the summary failed."""
+
+    error: str
+    calls: int = 0
+    usage: SummaryUsage | None = None
+    """What the calls that answered cost, as reported (None: none was made)."""
+
+
+def draft_by_compactor(
+    pipe: Pipeline,
+    compactor: Compactor,
+    evicted: list[BaseMessage],
+    previous: str | None,
+    instruction: str | None,
+    labels: RunnableConfig | None = None,
+) -> Step[Draft | Failure]:
+    """One call of the custom compactor with every evicted message, checked and capped.
+
+    A function reports no usage: the draft's (or failure's) usage fields are all None.
+    """
+    settings = pipe.settings
+    config = settings.config
+    name = compactor_name(compactor)
+    try:
+        reply = yield from compactor_reply(
+            compactor, evicted, previous, instruction, config.summary_timeout, labels
+        )
+        if config.summary_check == "basic":
+            reason = not_a_summary(reply, f"{previous or ''}\n{render_transcript(evicted)}")
+            if reason is not None:
+                raise SummarizerError(f"the reply of {name} is not a summary ({reason})")
+    except SummarizerError as exc:
+        return Failure(str(exc), calls=1, usage=SummaryUsage())
+    text = cap_summary(reply, config.max_summary_tokens, settings.counter)
+    cut = len(text) < len(reply)
+    return Draft(text, name, calls=1, summary_cut=cut, usage=SummaryUsage())
+
+
+def draft_by_models(
+    pipe: Pipeline,
+    models: list[BaseChatModel],
+    chunks: ChunkPlan,
+    previous: str | None,
+    instruction: str | None,
+    labels: RunnableConfig | None = None,
+    calls: int = 0,
+    usage: SummaryUsage | None = None,
+) -> Step[Draft | Failure]:
+    """The summary model's calls, chunk after chunk, each an update of the last.
+
+    ``models`` shrinks as each fails for good: the one left first made the summary.
+    ``calls`` and ``usage``: what was spent on this summary before (a failed compactor).
+    """
+    settings, memory = pipe.settings, pipe.memory
+    config = settings.config
+    text, shortened, over_trim, cut = previous, chunks.shortened, chunks.over_trim, False
+    try:
+        if not models:
+            raise SummarizerError("no summarizer model: pass model= or fallback_model=")
+        bound = [bind_summarizer(m, config, labels) for m in models]
+        queue = list(chunks.chunks)
+        overflows, made = 0, 0
+        while queue:
+            chunk = queue.pop(0)
+            template = config.update_prompt if text is not None else config.summary_prompt
+            transcript = render_transcript(chunk)
+            prompt = add_instructions(fill_prompt(template, transcript, text), instruction)
+            estimate = settings.counter([HumanMessage(content=prompt)])
+            calls, made = calls + 1, made + 1
+            try:
+                reply = yield from summary_call(
+                    models, bound, prompt, estimate, config.summary_timeout
+                )
+            except PromptTooLong as exc:
+                usage = add_usage(usage, exc.usage)
+                overflows += 1
+                if overflows > _MAX_OVERFLOW_RETRIES:
+                    raise
+                memory.learn_summarizer_overflow(
+                    exc.overflow, exc.estimate, config.max_summary_tokens
+                )
+                rest = [*chunk, *(m for c in queue for m in c)]
+                left = max(config.max_summary_chunks - made + 1, 1)
+                replanned = plan_summary_chunks(pipe, rest, text, left, instruction)
+                queue = list(replanned.chunks)
+                shortened += replanned.shortened
+                over_trim = replanned.over_trim
+                continue
+            usage = add_usage(usage, reply.usage)
+            reason = (
+                not_a_summary(reply.text, f"{text or ''}\n{transcript}")
+                if config.summary_check == "basic"
+                else None
+            )
+            if reason is not None:
+                raise SummarizerError(f"the reply is not a summary ({reason})")
+            memory.learn_summarizer_usage(reply.estimate, reply.input_tokens)
+            text = cap_summary(reply.text, config.max_summary_tokens, settings.counter)
+            cut = cut or len(text) < len(reply.text)
+    except SummarizerError as exc:
+        if isinstance(exc, SummaryCallFailed):
+            usage = add_usage(usage, exc.usage)
+        return Failure(str(exc), calls, usage)
+    assert text is not None
+    return Draft(text, model_name(models[0]), calls, shortened, over_trim, cut, usage)
+
+
+def plan_summary_chunks(
+    pipe: Pipeline,
+    messages: Sequence[BaseMessage],
+    previous: str | None,
+    max_chunks: int,
+    instruction: str | None = None,
+) -> ChunkPlan:
+    """Chunks within the configured trim and what the summarizer's window is known to take,
+    each message sized by its transcript: what the summarizer reads, not what the model paid."""
+    settings = pipe.settings
+    config = settings.config
+    overhead = settings.counter([HumanMessage(content=config.update_prompt)])
+    if previous:
+        overhead += settings.counter([HumanMessage(content=previous)])
+    if instruction:
+        overhead += settings.counter([HumanMessage(content=add_instructions("", instruction))])
+    trim = pipe.memory.transcript_capacity(
+        config.trim_tokens_to_summarize, overhead, config.max_summary_tokens
+    )
+    # Without a trim one call takes everything: there is nothing to size.
+    tokens = transcript_tokens(messages, settings.counter) if trim is not None else []
+    return plan_chunks(messages, tokens, trim, max_chunks, settings.counter)

@@ -1,0 +1,211 @@
+"""Review (``review: true``): a new summary is put to a person before its first use.
+
+The summarize node makes the summary (model or compactor), caps it, saves it in the store as a
+draft keyed by its prefix hash (with the usage its calls reported, stored with the summary),
+releases the prefix's lease, and only then calls LangGraph's ``interrupt()``: LangGraph re-runs
+an interrupted node from its start when the run resumes, so the re-run finds the draft and puts
+the same text to the answer instead of calling the summarizer again (a person reviews what will
+be stored, and the summary is paid for once).
+
+The answer (the value of ``Command(resume=...)``):
+
+- ``{"action": "accept"}``: the draft is stored as the summary (kind ``initial`` or
+  ``update``) and used from this call on;
+- ``{"action": "edit", "summary": "..."}``: the person's text is stored instead, as written
+  (kind ``edited``; no not-a-summary check and no cap: a person's words are theirs);
+- ``{"action": "reject"}``: nothing is stored and the draft is dropped; that call goes ahead
+  as after a failed summary (the newest matching summary, else drop-oldest), reports
+  ``action="failed"`` with the error ``"the summary was rejected in review"`` and emits
+  ``context_compaction_failed`` with ``cause="review"``. A rejection is a person's verdict,
+  not a summarizer failure: it does not count toward the circuit breaker, and the next call
+  over the trigger drafts a new summary and asks again.
+
+Anything else fails the call with a ``CompactionConfigError`` naming what is wrong (the draft
+stays, so resuming again with a valid answer still works). Reused summaries never interrupt,
+and background pre-compaction does nothing while review is on: it runs outside any run, where
+no person can be asked.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langgraph.types import interrupt
+
+from langgraph_compaction.errors import CompactionConfigError
+from langgraph_compaction.pipeline.effects import Step, StoreCall, perform
+from langgraph_compaction.pipeline.report import SummaryUsage
+from langgraph_compaction.store import ReviewDraft, storable
+
+__all__ = [
+    "REJECTED",
+    "REVIEW_TYPE",
+    "Draft",
+    "ReviewAnswer",
+    "ask_review",
+    "forget_draft",
+    "next_version",
+    "parse_answer",
+    "recall_draft",
+    "remember_draft",
+    "review_payload",
+    "saved_draft",
+]
+
+REVIEW_TYPE = "compaction_review"
+"""The ``type`` of the interrupt's payload."""
+
+REJECTED = "the summary was rejected in review"
+"""The error a call whose draft was rejected reports."""
+
+ReviewAction = Literal["accept", "edit", "reject"]
+_ACTIONS: tuple[ReviewAction, ...] = ("accept", "edit", "reject")
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewAnswer:
+    """What the person answered."""
+
+    action: ReviewAction
+    summary: str | None = None
+    """The edited text (``edit`` only)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """A summary made and saved for review, not stored yet, and what making it cost."""
+
+    text: str
+    model: str
+    calls: int = 0
+    shortened: int = 0
+    over_trim: int = 0
+    summary_cut: bool = False
+    usage: SummaryUsage | None = None
+    """What its calls cost as reported (None: no call made it, as with a person's text)."""
+
+
+def review_payload(thread_id: str, version: int, summary: str) -> dict[str, Any]:
+    """The interrupt's value: what the person is asked to review."""
+    # As stored, and as the server's JSON encoder takes it: a NUL or a lone surrogate (a
+    # custom compactor's, a thread id's) becomes U+FFFD, as in the events.
+    return {
+        "type": REVIEW_TYPE,
+        "thread_id": storable(thread_id),
+        "version": version,
+        "summary": storable(summary),
+    }
+
+
+def next_version(thread_id: str, namespace: str) -> Step[int]:
+    """The version the thread's next summary gets (the payload's, and the summary calls'
+    label): every stored version counts, revoked ones too, as the store numbers past them."""
+    return (
+        yield from perform(
+            StoreCall(
+                lambda s: s.next_version(thread_id, namespace),
+                lambda s: s.anext_version(thread_id, namespace),
+            )
+        )
+    )
+
+
+def parse_answer(value: object) -> ReviewAnswer:
+    """The person's answer, checked.
+
+    Raises:
+        CompactionConfigError: not a mapping, no or an unknown ``action``, an unknown key, or
+            an ``edit`` without non-blank ``summary`` text.
+    """
+    where = "the answer to a compaction_review interrupt (Command(resume=...))"
+    example = '{"action": "accept"}, {"action": "edit", "summary": "..."} or {"action": "reject"}'
+    if not isinstance(value, Mapping):
+        raise CompactionConfigError(
+            f"{where} must be a mapping such as {example}, got {type(value).__name__}"
+        )
+    action = value.get("action")
+    if action not in _ACTIONS:
+        given = f"action {action!r}" if "action" in value else "no 'action'"
+        raise CompactionConfigError(
+            f"{where} has {given}; give one of accept, edit, reject: {example}"
+        )
+    allowed = ("action", "summary") if action == "edit" else ("action",)
+    unknown = [key for key in value if key not in allowed]
+    if unknown:
+        raise CompactionConfigError(
+            f"{where} has unknown key {unknown[0]!r} for action {action!r}; "
+            f"it takes {', '.join(allowed)}"
+        )
+    if action != "edit":
+        return ReviewAnswer(action)
+    summary = value.get("summary")
+    if not isinstance(summary, str) or not summary.strip():
+        got = "blank text" if isinstance(summary, str) else type(summary).__name__
+        raise CompactionConfigError(
+            f"{where}: action 'edit' needs the edited text as a non-blank string under "
+            f"'summary', got {got}"
+        )
+    return ReviewAnswer("edit", summary.strip())
+
+
+def ask_review(thread_id: str, version: int, summary: str) -> ReviewAnswer:
+    """Interrupt the run with the draft (first run), or read the answer (the resumed re-run)."""
+    return parse_answer(interrupt(review_payload(thread_id, version, summary)))
+
+
+_DraftKey = tuple[str, str, str, str]
+"""``(store url, namespace, thread_id, prefix hash)``."""
+
+_DRAFTS_KEPT = 256
+_drafts: OrderedDict[_DraftKey, Draft] = OrderedDict()
+_lock = threading.Lock()
+
+
+def remember_draft(key: _DraftKey, draft: Draft) -> None:
+    """Keep what making a draft cost, for the report and the model column after the resume.
+
+    The store keeps the draft's text; this process also remembers which model made it and
+    its figures (bounded: a draft never answered is forgotten after newer ones).
+    """
+    with _lock:
+        _drafts[key] = draft
+        _drafts.move_to_end(key)
+        while len(_drafts) > _DRAFTS_KEPT:
+            _drafts.popitem(last=False)
+
+
+def recall_draft(key: _DraftKey, text: str) -> Draft | None:
+    """The draft remembered under ``key``, when its text is the one the store holds."""
+    with _lock:
+        draft = _drafts.get(key)
+    return draft if draft is not None and draft.text == text else None
+
+
+def saved_draft(key: _DraftKey) -> Step[Draft | None]:
+    """The draft saved for review under ``key`` (the resumed re-run's), or None.
+
+    As this process remembers it, else as the store kept it (its model and usage; how many
+    calls made it is not kept).
+    """
+    _, namespace, thread_id, prefix_hash = key
+    saved: ReviewDraft | None = yield from perform(
+        StoreCall(
+            lambda s: s.find_review_draft(thread_id, namespace, prefix_hash),
+            lambda s: s.afind_review_draft(thread_id, namespace, prefix_hash),
+        )
+    )
+    if saved is None:
+        return None
+    usage = SummaryUsage(saved.input_tokens, saved.output_tokens, saved.cache_read_tokens)
+    stored = Draft(saved.summary, saved.model or "unknown", usage=usage)
+    return recall_draft(key, saved.summary) or stored
+
+
+def forget_draft(key: _DraftKey) -> None:
+    """Forget a draft that was answered."""
+    with _lock:
+        _drafts.pop(key, None)
