@@ -225,7 +225,7 @@ def test_the_benchmark_prints_its_table_for_every_script() -> None:
     data = shared_data_dir()
     if not all((data / name).is_dir() for name in ("locomo", "tau-bench-airline")):
         pytest.skip(f"shared data {data} is absent: English and JSON samples come from it")
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "scripts.py"
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "scripts.py"
     done = subprocess.run(
         [sys.executable, str(script), "--no-llama", "--samples", "10"],
         capture_output=True,

@@ -202,7 +202,7 @@ asyncio.run(turns({use_async!r}))
 def _run_exit_script(tmp_path: Path, *, use_async: bool) -> subprocess.CompletedProcess[str]:
     url = f"sqlite:///{tmp_path / 'exit.db'}"
     script = _EXIT_SCRIPT.format(
-        tests=str(Path(__file__).parent), config=CONFIG, url=url, use_async=use_async
+        tests=str(Path(__file__).parents[1]), config=CONFIG, url=url, use_async=use_async
     )
     return subprocess.run(
         [sys.executable, "-W", "error", "-c", script],

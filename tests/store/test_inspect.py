@@ -24,7 +24,7 @@ from langgraph_compaction.store.cli.inspect import main as cli
 from langgraph_compaction.store.cli.render import WIDTH, cut_middle, render_table, wrap
 from langgraph_compaction.store.schema.migrate import SCHEMA_VERSION
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LONG_THREAD = "tenant-7f3a9c2e-4b1d-4e8a-9f00-2c6b8d1e5a47:user-1842:session-2024-11-30"
 LONG_ERROR = (
     "RateLimitError: Error code: 429 - {'error': {'message': 'Rate limit reached for "

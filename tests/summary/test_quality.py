@@ -18,7 +18,7 @@ from langgraph_compaction.config.prompts import DEFAULT_SUMMARY_PROMPT, DEFAULT_
 from langgraph_compaction.summary.checks import not_a_summary, salient_terms
 from langgraph_compaction.summary.prompts import fill_prompt, render_transcript
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 from demo_data import DEMO_TOOLS, DEMO_TURNS
 
 _TOOLS = {tool.name: tool for tool in DEMO_TOOLS}

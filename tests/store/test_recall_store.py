@@ -25,7 +25,7 @@ from langgraph_compaction.store import IndexedMessage
 from langgraph_compaction.store.db.engine import derive_urls
 from langgraph_compaction.store.schema.migrate import alembic_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 TEXTS = [
     "user: Session 1, 1:56 pm on 8 May, 2023",

@@ -26,7 +26,7 @@ from langgraph_compaction.store.schema.migrate import SCHEMA_VERSION
 
 WORKERS = 4
 TIMEOUT_S = 90
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).parents[1]
 
 
 @pytest.fixture(scope="module")

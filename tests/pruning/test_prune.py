@@ -69,7 +69,7 @@ CONFIG: dict[str, Any] = {
     "keep": {"type": "messages", "value": 6},
     "pruning": PRUNING,
 }
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 
 # --------------------------------------------------------------------------- helpers

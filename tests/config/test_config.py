@@ -20,7 +20,7 @@ from langgraph_compaction.config.parts import (
 from langgraph_compaction.config.prompts import DEFAULT_SUMMARY_PROMPT, DEFAULT_UPDATE_PROMPT
 from langgraph_compaction.errors import CompactionConfigError
 
-DATA = Path(__file__).parent / "data" / "config"
+DATA = Path(__file__).parents[1] / "data" / "config"
 
 
 def test_defaults() -> None:

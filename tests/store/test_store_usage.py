@@ -29,7 +29,7 @@ from langgraph_compaction.store.cli.render import WIDTH
 from langgraph_compaction.store.db.engine import derive_urls
 from langgraph_compaction.store.schema.migrate import SCHEMA_VERSION, alembic_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 USAGE = ("input_tokens", "output_tokens", "cache_read_tokens")
 
 
