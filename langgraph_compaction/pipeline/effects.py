@@ -52,6 +52,7 @@ __all__ = [
     "drive",
     "find_summary",
     "latest_summaries",
+    "next_version",
     "perform",
     "record_failure",
     "release_lease",
@@ -314,6 +315,14 @@ def drop_review(thread_id: str, namespace: str, prefix_hash: str) -> StoreCall[N
     return StoreCall(
         lambda s: s.drop_review(thread_id, namespace, prefix_hash),
         lambda s: s.adrop_review(thread_id, namespace, prefix_hash),
+    )
+
+
+def next_version(thread_id: str, namespace: str) -> StoreCall[int]:
+    """``SummaryStore.next_version``: the version the thread's next summary gets."""
+    return StoreCall(
+        lambda s: s.next_version(thread_id, namespace),
+        lambda s: s.anext_version(thread_id, namespace),
     )
 
 

@@ -14,16 +14,18 @@ as usage is summed into the draft (a failed one too: a failure was paid for).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from langgraph_compaction.config.settings import Compactor
+from langgraph_compaction.config.run_control import join_instructions
+from langgraph_compaction.config.settings import Compactor, emit
 from langgraph_compaction.errors import SummarizerError
 from langgraph_compaction.pipeline.context import Pipeline
-from langgraph_compaction.pipeline.effects import Step
+from langgraph_compaction.pipeline.effects import Step, next_version, perform
+from langgraph_compaction.pipeline.records import Measured, Partition
 from langgraph_compaction.pipeline.report import SummaryUsage
 from langgraph_compaction.summary.cap import cap_summary
 from langgraph_compaction.summary.checks import not_a_summary
@@ -34,16 +36,38 @@ from langgraph_compaction.summary.model_call import (
     SummaryCallFailed,
     add_usage,
     bind_summarizer,
+    distinct_models,
     model_name,
     summary_call,
+    summary_labels,
 )
 from langgraph_compaction.summary.prompts import add_instructions, fill_prompt, render_transcript
-from langgraph_compaction.summary.review import Draft
 
-__all__ = ["Failure", "draft_by_compactor", "draft_by_models", "plan_summary_chunks"]
+__all__ = [
+    "Draft",
+    "Failure",
+    "draft_by_compactor",
+    "draft_by_models",
+    "draft_summary",
+    "plan_summary_chunks",
+]
 
 _MAX_OVERFLOW_RETRIES = 3
 """Times one compaction re-chunks after the summarizer refused a prompt as too long."""
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """A summary made, not stored yet (or saved for review), and what making it cost."""
+
+    text: str
+    model: str
+    calls: int = 0
+    shortened: int = 0
+    over_trim: int = 0
+    summary_cut: bool = False
+    usage: SummaryUsage | None = None
+    """What its calls cost as reported (None: no call made it, as with a person's text)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,3 +201,48 @@ def plan_summary_chunks(
     # Without a trim one call takes everything: there is nothing to size.
     tokens = transcript_tokens(messages, settings.counter) if trim is not None else []
     return plan_chunks(messages, tokens, trim, max_chunks, settings.counter)
+
+
+def draft_summary(pipe: Pipeline, measured: Measured, plan: Partition) -> Step[Draft | Failure]:
+    """Make the summary of ``plan``'s evicted messages: the compactor or the summary model,
+    then the fallback model once (DESIGN 6.5), after the ``context_compacting`` event."""
+    settings = pipe.settings
+    config = settings.config
+    evicted = [measured.messages[i] for i in plan.evicted]
+    source_tokens = sum(map(measured.scan.token, plan.evicted))  # what the model paid for them
+    previous = plan.previous.summary if plan.previous else None
+    instruction = join_instructions(config.summary_instructions, measured.control.instruction)
+    compactor = settings.compactor
+    # The compactor is used instead of the summary model; the fallback model backs it up.
+    models = distinct_models(
+        *(
+            (settings.fallback_model,)
+            if compactor
+            else (settings.summarizer, settings.fallback_model)
+        )
+    )
+    chunks = plan_summary_chunks(pipe, evicted, previous, config.max_summary_chunks, instruction)
+    version = yield from perform(next_version(measured.thread_id, settings.namespace))
+    labels = summary_labels(measured.thread_id, settings.namespace, version)
+    emit(
+        {
+            "type": "context_compacting",
+            "thread_id": measured.thread_id,
+            "namespace": settings.namespace,
+            "messages": len(evicted),
+            "source_tokens": source_tokens,
+            "chunks": 1 if compactor else len(chunks.chunks),
+            "tokens_before": measured.tokens_before,
+        }
+    )
+    if compactor is None:
+        return (yield from draft_by_models(pipe, models, chunks, previous, instruction, labels))
+    made = yield from draft_by_compactor(pipe, compactor, evicted, previous, instruction, labels)
+    if isinstance(made, Failure) and models:  # the fallback model, once
+        first = made
+        made = yield from draft_by_models(
+            pipe, models, chunks, previous, instruction, labels, first.calls, first.usage
+        )
+        if isinstance(made, Failure):
+            made = replace(made, error=f"{first.error}; then {made.error}")
+    return made

@@ -31,28 +31,43 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from contextlib import suppress
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from langgraph.types import interrupt
 
-from langgraph_compaction.errors import CompactionConfigError
-from langgraph_compaction.pipeline.effects import Step, StoreCall, perform
+from langgraph_compaction.errors import CompactionConfigError, SummaryStoreError, ThreadDeletedError
+from langgraph_compaction.pipeline.context import Pipeline
+from langgraph_compaction.pipeline.effects import (
+    Step,
+    StoreCall,
+    drop_review,
+    next_version,
+    perform,
+    save_review,
+)
+from langgraph_compaction.pipeline.records import Decision, Measured, Outcome, Partition
 from langgraph_compaction.pipeline.report import SummaryUsage
 from langgraph_compaction.store import ReviewDraft, storable
+from langgraph_compaction.summary.breaker import emit_failed
+from langgraph_compaction.summary.drafting import Draft
+from langgraph_compaction.summary.model_call import usage_columns
+from langgraph_compaction.summary.saving import DELETED, kind_of, store_summary
 
 __all__ = [
     "REJECTED",
     "REVIEW_TYPE",
-    "Draft",
     "ReviewAnswer",
     "ask_review",
+    "draft_key",
     "forget_draft",
-    "next_version",
     "parse_answer",
     "recall_draft",
     "remember_draft",
     "review_payload",
+    "reviewed",
+    "save_draft",
     "saved_draft",
 ]
 
@@ -75,20 +90,6 @@ class ReviewAnswer:
     """The edited text (``edit`` only)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Draft:
-    """A summary made and saved for review, not stored yet, and what making it cost."""
-
-    text: str
-    model: str
-    calls: int = 0
-    shortened: int = 0
-    over_trim: int = 0
-    summary_cut: bool = False
-    usage: SummaryUsage | None = None
-    """What its calls cost as reported (None: no call made it, as with a person's text)."""
-
-
 def review_payload(thread_id: str, version: int, summary: str) -> dict[str, Any]:
     """The interrupt's value: what the person is asked to review."""
     # As stored, and as the server's JSON encoder takes it: a NUL or a lone surrogate (a
@@ -99,19 +100,6 @@ def review_payload(thread_id: str, version: int, summary: str) -> dict[str, Any]
         "version": version,
         "summary": storable(summary),
     }
-
-
-def next_version(thread_id: str, namespace: str) -> Step[int]:
-    """The version the thread's next summary gets (the payload's, and the summary calls'
-    label): every stored version counts, revoked ones too, as the store numbers past them."""
-    return (
-        yield from perform(
-            StoreCall(
-                lambda s: s.next_version(thread_id, namespace),
-                lambda s: s.anext_version(thread_id, namespace),
-            )
-        )
-    )
 
 
 def parse_answer(value: object) -> ReviewAnswer:
@@ -209,3 +197,59 @@ def forget_draft(key: _DraftKey) -> None:
     """Forget a draft that was answered."""
     with _lock:
         _drafts.pop(key, None)
+
+
+def draft_key(pipe: Pipeline, measured: Measured, plan: Partition) -> _DraftKey:
+    """Where this call's draft is kept: the store, namespace, thread and prefix."""
+    settings = pipe.settings
+    return (settings.store.url, settings.namespace, measured.thread_id, plan.prefix_hash)
+
+
+def save_draft(
+    pipe: Pipeline, measured: Measured, decision: Decision, plan: Partition, made: Draft
+) -> Step[Outcome | Draft]:
+    """Save the summary made for ``plan`` as a draft for review (the caller holds the lease)."""
+    try:
+        yield from perform(
+            save_review(
+                thread_id=measured.thread_id,
+                namespace=pipe.settings.namespace,
+                prefix_hash=plan.prefix_hash,
+                summary=made.text,
+                kind=kind_of(plan),
+                model=made.model,
+                generation=decision.generation,
+                **usage_columns(made.usage),
+            )
+        )
+    except ThreadDeletedError:
+        return Outcome("failed", None, calls=made.calls, error=DELETED, usage=made.usage)
+    remember_draft(draft_key(pipe, measured, plan), made)
+    return made
+
+
+def reviewed(
+    pipe: Pipeline, measured: Measured, decision: Decision, plan: Partition, draft: Draft
+) -> Step[Outcome]:
+    """Put the draft to a person (``interrupt``), then store it, their text, or nothing."""
+    ns, thread_id = pipe.settings.namespace, measured.thread_id
+    version = yield from perform(next_version(thread_id, ns))
+    answer = ask_review(thread_id, version, draft.text)  # raises GraphInterrupt the first time
+    key = draft_key(pipe, measured, plan)
+    if answer.action == "reject":
+        yield from perform(drop_review(thread_id, ns, plan.prefix_hash))
+        forget_draft(key)
+        emit_failed(pipe, measured, REJECTED, cause="review")
+        return Outcome(
+            "failed", plan.previous, calls=draft.calls, error=REJECTED, usage=draft.usage
+        )
+    kind = kind_of(plan)
+    if answer.action == "edit":
+        assert answer.summary is not None
+        draft = replace(draft, text=answer.summary, summary_cut=False)
+        kind = "edited"
+    outcome = yield from store_summary(pipe, measured, decision, plan, draft, kind)
+    with suppress(SummaryStoreError):  # a leftover draft is never read: the summary comes first
+        yield from perform(drop_review(thread_id, ns, plan.prefix_hash))
+    forget_draft(key)
+    return outcome
