@@ -36,8 +36,9 @@ def sentence_ends(text: str) -> list[int]:
     """Where ``text`` may end after a complete sentence or line, ascending.
 
     A sentence ends at ``.``, ``!`` or ``?`` followed by a space or the end of the text (with
-    any closing quote or bracket), at the CJK full stop, ``！`` or ``？``, and at the end marks
-    of other scripts (the danda, ``؟``, ``۔``); a line ends before its ``\\n``.
+    any closing quote or bracket), at the CJK full stop and the full-width ``!`` and ``?``, and
+    at the end marks of other scripts (the danda, the Arabic question mark and the Urdu full
+    stop); a line ends before its ``\\n``.
     """
     return _positions(_SENTENCE_ENDS, text)
 
