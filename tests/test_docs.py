@@ -294,7 +294,7 @@ def test_aliases_types_and_ranges_are_shown() -> None:
     assert rows["keep"][2] == "`{type: messages, value: 20.0}`"
 
 
-def test_keys_from_the_seeds_and_removed_keys_are_documented() -> None:
+def test_keys_from_the_reference_configurations_and_removed_keys_are_documented() -> None:
     page = (DOCS / "reference" / "configuration.md").read_text() + render_reference()
     for model, _ in settings_models():
         for key in model._extra_keys:  # keys read besides the fields (retainRecent, tools)

@@ -93,7 +93,11 @@ def _render_model(model: type[ConfigModel], path: str) -> str:
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     if model._extra_keys:
         keys = ", ".join(f"`{key}`" for key in model._extra_keys)
-        lines += ["", f"Also read here, from the seeds' files: {keys} (see above)."]
+        lines += [
+            "",
+            f"Also read here, as DeerFlow's `config.yaml` or LibreChat's `librechat.yaml` writes "
+            f"it: {keys} (see above).",
+        ]
     for name, text in long_defaults:
         fence = "`" * max([3, *(len(run) + 1 for run in re.findall(r"`+", text))])
         lines += ["", f"### Default `{name}` {{#{_anchor(model)}-{name}}}", "", f"{fence}text"]

@@ -6,7 +6,8 @@ here, at load time, so that a typo or an out-of-range value fails before the fir
 instead of in the middle of a run. Every failure is a :class:`CompactionConfigError` naming the
 field (dotted path) and what a valid value is.
 
-Seed keys that are not spelled like ours:
+Keys of DeerFlow's ``config.yaml`` and LibreChat's ``librechat.yaml`` that are not spelled
+like ours:
 
 - DeerFlow: ``model_name`` (-> ``model``); ``summary_prompt: null`` means the built-in prompt.
 - LibreChat: ``prompt`` / ``updatePrompt``; ``contextPruning`` (-> ``pruning``);
@@ -61,8 +62,8 @@ _REMOVED_KEYS = {
 class CompactionConfig(ConfigModel):
     """Everything the compaction pipeline can be told; see DESIGN section 4.
 
-    Build it directly, from a mapping with :meth:`coerce`, or from a seed's YAML file with
-    :meth:`from_yaml`::
+    Build it directly, from a mapping with :meth:`coerce`, or from a YAML file (DeerFlow's
+    ``config.yaml``, LibreChat's ``librechat.yaml``, or your own) with :meth:`from_yaml`::
 
         config = CompactionConfig.from_yaml("config.yaml")  # its `summarization:` section
         config = CompactionConfig(trigger={"type": "tokens", "value": 32000})
@@ -161,7 +162,7 @@ class CompactionConfig(ConfigModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _map_seed_keys(cls, data: Any) -> Any:
+    def _map_deerflow_and_librechat_keys(cls, data: Any) -> Any:
         if not isinstance(data, Mapping):
             return data
         data = dict(data)

@@ -70,7 +70,8 @@ text_value = Annotated[str, AfterValidator(_not_blank)]
 
 
 def names(name: str, *extra: str) -> AliasChoices:
-    """Accept the canonical name, its camelCase spelling and the seeds' own names."""
+    """Accept the canonical name, its camelCase spelling and the names DeerFlow's
+    ``config.yaml`` and LibreChat's ``librechat.yaml`` use for it."""
     return AliasChoices(*dict.fromkeys((name, to_camel(name), *extra)))
 
 

@@ -105,7 +105,7 @@ class Outcome:
     over_trim: int = 0
     error: str | None = None
     summary_cut: bool = False
-    """A summary reply was over ``max_summary_tokens`` and was cut to it."""
+    """A summary reply was cut at ``max_summary_tokens`` (by the provider, or by the cap)."""
     usage: SummaryUsage | None = None
     """What this call's summary calls cost as reported (None: no summary call ran)."""
 

@@ -94,8 +94,9 @@ class CompactionReport:
     """With ``over_budget``: the summary in use is what does not fit (it alone exceeds the
     budget, or the input would fit without it), not the newest turn."""
     summary_cut: bool = False
-    """A summary reply of this call was over ``max_summary_tokens`` by more than 10% and was
-    cut to it, at a line or sentence end, before it was stored."""
+    """A summary reply of this call was cut at ``max_summary_tokens``: the provider stopped it
+    there (it was then trimmed to its last complete sentence), or it was over the cap by more
+    than 10% and was cut to it, at a line or sentence end, before it was stored."""
     summary_usage: SummaryUsage | None = None
     """What this call's summary calls cost (summed over chunks and models), as the summarizer
     reported it; None when no summary call ran (a reuse, a pass-through)."""

@@ -4,8 +4,10 @@ The summary model reads the evicted messages in consecutive chunks within what o
 (``trim_tokens_to_summarize`` and what the summarizer's window is known to take), each an update
 of the last, every prompt ending with the caller's instructions; a prompt the model refuses as
 too long is summarized again in smaller chunks. A custom compactor gets every evicted message
-in one call (chunks exist to fit a model's window). Either reply must pass the not-a-summary
-check and is capped at ``max_summary_tokens``; a failure is a value (``Failure``), so the caller
+in one call (chunks exist to fit a model's window). A model's reply is tidied first
+(``summary.tidy``: echoed delimiters, a repeated section, a sentence cut at ``max_tokens``; a
+compactor's text is its own). Either reply must pass the not-a-summary check and is capped at
+``max_summary_tokens``; a failure is a value (``Failure``), so the caller
 can try the fallback model or apply the failure policy. Every call runs labelled as the caller
 says (``labels``, from ``_model_calls.summary_labels``), and what the answered calls reported
 as usage is summed into the draft (a failed one too: a failure was paid for).
@@ -42,6 +44,7 @@ from langgraph_compaction.summary.model_call import (
     summary_labels,
 )
 from langgraph_compaction.summary.prompts import add_instructions, fill_prompt, render_transcript
+from langgraph_compaction.summary.tidy import prompt_tags, tidy_reply
 
 __all__ = [
     "Draft",
@@ -161,16 +164,17 @@ def draft_by_models(
                 over_trim = replanned.over_trim
                 continue
             usage = add_usage(usage, reply.usage)
+            tidied = tidy_reply(reply.text, prompt_tags(template), reply.stopped_at_cap)
             reason = (
-                not_a_summary(reply.text, f"{text or ''}\n{transcript}")
+                not_a_summary(tidied, f"{text or ''}\n{transcript}")
                 if config.summary_check == "basic"
                 else None
             )
             if reason is not None:
                 raise SummarizerError(f"the reply is not a summary ({reason})")
             memory.learn_summarizer_usage(reply.estimate, reply.input_tokens)
-            text = cap_summary(reply.text, config.max_summary_tokens, settings.counter)
-            cut = cut or len(text) < len(reply.text)
+            text = cap_summary(tidied, config.max_summary_tokens, settings.counter)
+            cut = cut or reply.stopped_at_cap or len(text) < len(tidied)
     except SummarizerError as exc:
         if isinstance(exc, SummaryCallFailed):
             usage = add_usage(usage, exc.usage)

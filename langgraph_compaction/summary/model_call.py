@@ -12,7 +12,8 @@ Every call runs as ``compaction_summary`` with the tags ``compaction`` and ``nos
 metadata naming the thread and the summary version (:func:`summary_labels`), bound on the
 call itself, so callbacks and LangSmith tell it apart from the agent's calls and nothing
 leaks into the parent's config. What each answered call reports as usage is summed
-(:func:`add_usage`): a model that reports nothing leaves the fields None, never 0.
+(:func:`add_usage`): a model that reports nothing leaves the fields None, never 0. A reply
+carries whether the provider stopped it at ``max_tokens``, so that its cut sentence is trimmed.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from langgraph_compaction.pipeline.effects import ModelCall, ModelCallTimeout, S
 from langgraph_compaction.pipeline.remembered import Overflow
 from langgraph_compaction.pipeline.report import SummaryUsage
 from langgraph_compaction.store import storable
+from langgraph_compaction.summary.tidy import stopped_at_max_tokens
 
 __all__ = [
     "RETRY_DELAYS",
@@ -134,6 +136,9 @@ class SummaryReply:
     """The prompt's tokens as the summarizer reported them (usage), when it did."""
     usage: SummaryUsage
     """What this call cost as reported: this reply and any blank one before it."""
+    stopped_at_cap: bool = False
+    """The provider says it stopped the reply at ``max_tokens``: its last sentence may be cut
+    (``summary.tidy.stopped_at_max_tokens``)."""
 
 
 def summary_labels(thread_id: str, namespace: str, version: int) -> RunnableConfig:
@@ -316,7 +321,8 @@ def summary_call(
                 errors.append("the summarizer returned blank text")
                 break
             assert spent is not None
-            return SummaryReply(text, estimate, used.input_tokens or None, spent)
+            stopped = stopped_at_max_tokens(getattr(reply, "response_metadata", None) or {})
+            return SummaryReply(text, estimate, used.input_tokens or None, spent, stopped)
         models.pop(0)
         del bound[0]
     raise SummaryCallFailed("; then ".join(errors) or "no summarizer model", spent)

@@ -1,4 +1,5 @@
-"""CompactionConfig: defaults, both seeds' YAML, aliases, and one failing test per bad value."""
+"""CompactionConfig: defaults, DeerFlow's config.yaml and LibreChat's librechat.yaml,
+aliases, and one failing test per bad value."""
 
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ def test_every_field_is_documented(model: type[Any]) -> None:
     assert undocumented == []
 
 
-# --- the seeds' YAML files ---------------------------------------------------------------------
+# --- DeerFlow's config.yaml and LibreChat's librechat.yaml -------------------------------------
 
 
 def test_deerflow_yaml_loads_unchanged() -> None:
