@@ -181,7 +181,9 @@ class CompactionMiddleware(AgentMiddleware):
         )
 
     def _memory_for(self, window: int | None) -> Memory:
-        """The memory of the requests with this context window (their thresholds)."""
+        """The memory of the requests with this context window: what it caches per thread
+        (pruning epochs, the keep window) follows the window's thresholds. One per window a
+        model of this agent gives: a handful, bounded by the models kept."""
         with self._lock:
             memory = self._memories.get(window)
             if memory is None:
