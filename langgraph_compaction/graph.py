@@ -15,7 +15,9 @@ step of effects run by the sync or the async driver; one class makes both paths.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Generic, TypeVar, cast
 
 from langchain_core.language_models import BaseChatModel
@@ -47,13 +49,7 @@ from langgraph_compaction.pipeline.state import CompactionInput, CompactionOutpu
 from langgraph_compaction.precompaction import precompact
 from langgraph_compaction.store import SummaryStore
 
-__all__ = [
-    "ainvoke_pipeline",
-    "build_graph",
-    "build_pipeline",
-    "create_compaction_graph",
-    "invoke_pipeline",
-]
+__all__ = ["build_graph", "build_pipeline", "create_compaction_graph", "serving"]
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -147,6 +143,31 @@ def build_pipeline(
 
 StepFunction = Callable[[Pipeline, Precompact, S, RunnableConfig], Step[T]]
 
+_SERVING: ContextVar[Pipeline | None] = ContextVar("compaction_serving", default=None)
+"""The pipeline one call of a graph runs with when its caller chose it (``serving``)."""
+
+
+@contextmanager
+def serving(pipe: Pipeline) -> Iterator[None]:
+    """Run the graphs of ``build_graph`` that share ``pipe.jobs`` with ``pipe`` for this call.
+
+    For ``CompactionMiddleware``: the system prompt and tools come with each request, so
+    each call brings its own settings (``fixed_tokens``) over the middleware's one memory and
+    one job queue, and one compiled graph serves every prompt. A context variable reaches the
+    nodes on both paths (LangGraph runs each node in a copy of the caller's context).
+    """
+    token = _SERVING.set(pipe)
+    try:
+        yield
+    finally:
+        _SERVING.reset(token)
+
+
+def _served(pipe: Pipeline) -> Pipeline:
+    """The pipeline this call runs with: the caller's (``serving``), or the graph's own."""
+    chosen = _SERVING.get()
+    return chosen if chosen is not None and chosen.jobs is pipe.jobs else pipe
+
 
 class _StepNode(Runnable[S, T], Generic[S, T]):
     """A node whose step yields effects: the sync driver on ``invoke``, the async on
@@ -157,13 +178,16 @@ class _StepNode(Runnable[S, T], Generic[S, T]):
         self._pipe, self._step = pipe, step
 
     def invoke(self, input: S, config: RunnableConfig | None = None, **_: Any) -> T:
-        return drive(
-            self._step(self._pipe, precompact, input, config or {}), self._pipe.settings.store
-        )
+        return self._run(_served(self._pipe), input, config)
 
     async def ainvoke(self, input: S, config: RunnableConfig | None = None, **_: Any) -> T:
-        step = self._step(self._pipe, precompact, input, config or {})
-        return await adrive(step, self._pipe.settings.store)
+        return await self._arun(_served(self._pipe), input, config)
+
+    def _run(self, pipe: Pipeline, input: S, config: RunnableConfig | None) -> T:
+        return drive(self._step(pipe, precompact, input, config or {}), pipe.settings.store)
+
+    async def _arun(self, pipe: Pipeline, input: S, config: RunnableConfig | None) -> T:
+        return await adrive(self._step(pipe, precompact, input, config or {}), pipe.settings.store)
 
 
 class _MeasureNode(_StepNode[CompactionInput, Command[str]]):
@@ -172,12 +196,14 @@ class _MeasureNode(_StepNode[CompactionInput, Command[str]]):
     def invoke(
         self, input: CompactionInput, config: RunnableConfig | None = None, **_: Any
     ) -> Command[str]:
-        return _assembled(self._pipe, super().invoke(input, config))
+        pipe = _served(self._pipe)
+        return _assembled(pipe, self._run(pipe, input, config))
 
     async def ainvoke(
         self, input: CompactionInput, config: RunnableConfig | None = None, **_: Any
     ) -> Command[str]:
-        return _assembled(self._pipe, await super().ainvoke(input, config))
+        pipe = _served(self._pipe)
+        return _assembled(pipe, await self._arun(pipe, input, config))
 
 
 def _assembled(pipe: Pipeline, command: Command[str]) -> Command[str]:
@@ -195,10 +221,10 @@ class _PlainNode(Runnable[S, T], Generic[S, T]):
         self._pipe, self._func = pipe, func
 
     def invoke(self, input: S, config: RunnableConfig | None = None, **_: Any) -> T:
-        return self._func(self._pipe, input)
+        return self._func(_served(self._pipe), input)
 
     async def ainvoke(self, input: S, config: RunnableConfig | None = None, **_: Any) -> T:
-        return self._func(self._pipe, input)
+        return self._func(_served(self._pipe), input)
 
 
 def build_graph(pipe: Pipeline, *, name: str = "compaction") -> CompiledCompaction:
@@ -236,64 +262,3 @@ def build_graph(pipe: Pipeline, *, name: str = "compaction") -> CompiledCompacti
         # restarted worker's first call does not pay it (about 0.1 ms a node).
         _ = node.node
     return graph  # type: ignore[return-value]  # the working keys are internal
-
-
-# -- the same wiring without a graph run -----------------------------------------------------
-
-_STEPS: dict[str, StepFunction[Any, Any]] = {
-    "measure": measure_step,
-    "partition": partition_step,
-    "summarize": summarize_step,
-}
-_PLAIN: dict[str, Callable[[Pipeline, Any], Any]] = {"prune": prune_node, "assemble": assemble_node}
-_EDGES = {"partition": "summarize", "summarize": "assemble", "assemble": END}
-
-
-def _advance(pipe: Pipeline, node: str, result: Any, state: dict[str, Any]) -> str:
-    """Apply a node's result to ``state``; the node to run next (``END`` when done)."""
-    if node == "measure":
-        result = _assembled(pipe, result)
-    if isinstance(result, Command):
-        update, goto = result.update, cast(str, result.goto)
-    else:
-        update, goto = result, _EDGES[node]
-    if update:
-        state.update(cast(dict[str, Any], update))
-    return goto
-
-
-def _output(state: dict[str, Any]) -> dict[str, Any]:
-    return {key: state[key] for key in ("llm_input_messages", "compaction") if key in state}
-
-
-def invoke_pipeline(pipe: Pipeline, state: CompactionInput, config: RunnableConfig) -> Any:
-    """The graph's nodes in the graph's order on the calling thread, without a graph run.
-
-    What ``build_graph(pipe).invoke(state)`` returns, without LangGraph's per-run and
-    per-step costs (about 1 ms a call): for ``CompactionMiddleware``, which already runs
-    inside the agent's model node and takes that node's config.
-    """
-    work: dict[str, Any] = dict(state)
-    node = "measure"
-    while node != END:
-        if node in _STEPS:
-            step = _STEPS[node](pipe, precompact, work, config)
-            result = drive(step, pipe.settings.store)
-        else:
-            result = _PLAIN[node](pipe, work)
-        node = _advance(pipe, node, result, work)
-    return _output(work)
-
-
-async def ainvoke_pipeline(pipe: Pipeline, state: CompactionInput, config: RunnableConfig) -> Any:
-    """:func:`invoke_pipeline` with the async driver."""
-    work: dict[str, Any] = dict(state)
-    node = "measure"
-    while node != END:
-        if node in _STEPS:
-            step = _STEPS[node](pipe, precompact, work, config)
-            result = await adrive(step, pipe.settings.store)
-        else:
-            result = _PLAIN[node](pipe, work)
-        node = _advance(pipe, node, result, work)
-    return _output(work)

@@ -1,8 +1,15 @@
 """CompactionMiddleware: the same pipeline for ``langchain.agents.create_agent``.
 
 ``wrap_model_call`` replaces the request's messages with the compacted ones and never touches
-the agent's state. Tools and the system prompt come from each request; the request's model
-serves as the fallback summarizer (and gives the window) unless ``fallback_model`` is set.
+the agent's state. Tools and the system prompt come from each request and are counted per call;
+the request's model serves as the fallback summarizer (and gives the window) unless
+``fallback_model`` is set.
+
+One middleware has one compiled graph, one job queue (so at most one background summary per
+thread, whatever the prompt) and one memory per context window (what it caches about a thread
+depends on the window's thresholds); settings are resolved once per model. A dynamic system
+prompt (``@dynamic_prompt``) that changes on every call costs a count of its tokens, nothing
+more.
 """
 
 from __future__ import annotations
@@ -11,48 +18,38 @@ import asyncio
 import dataclasses
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.language_models import BaseChatModel
-from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tools import BaseTool
 
 from langgraph_compaction.config.compaction import CompactionConfig
-from langgraph_compaction.config.settings import Compactor, resolve_model, resolve_store
-from langgraph_compaction.content.tokens import TokenCounter
-from langgraph_compaction.errors import CompactionConfigError
-from langgraph_compaction.graph import (
-    ainvoke_pipeline,
-    build_graph,
-    build_pipeline,
-    invoke_pipeline,
+from langgraph_compaction.config.settings import (
+    Compactor,
+    Settings,
+    resolve_model,
+    resolve_store,
 )
+from langgraph_compaction.content.tokens import TokenCounter, count_fixed_tokens
+from langgraph_compaction.errors import CompactionConfigError
+from langgraph_compaction.graph import build_graph, serving
 from langgraph_compaction.pipeline.context import Pipeline
+from langgraph_compaction.pipeline.jobs import Jobs
+from langgraph_compaction.pipeline.memory import BoundedCache, Memory
 from langgraph_compaction.pipeline.state import CompactionInput
 from langgraph_compaction.store import SummaryStore
 from langgraph_compaction.tools import create_compact_tool, create_recall_tool
 
-try:  # LangGraph's config keys for a node's stream and runtime (internal names)
-    from langgraph._internal._constants import CONFIG_KEY_RUNTIME, CONFIG_KEY_STREAM
-except ImportError:  # pragma: no cover - another LangGraph layout: always the nested graph
-    CONFIG_KEY_RUNTIME = CONFIG_KEY_STREAM = None  # type: ignore[assignment]
-
 __all__ = ["CompactionMiddleware"]
 
-_GRAPH_LIMIT = 32
-"""Compiled pipelines kept per middleware: one per (model, tools, system prompt) seen.
-
-A dynamic system prompt makes a new key on every change; the bound keeps memory flat, and an
-evicted pipeline costs only its per-process caches (summaries stay in the store).
-"""
-
-_GraphKey = tuple[int, tuple[int, ...], str | None]
-_Entry = tuple[Pipeline, Any]
-"""A resolved pipeline and its compiled graph (the same memory and jobs)."""
+_MODEL_LIMIT = 32
+"""Settings kept per middleware: one per model seen (each holds its model, so ids stay valid)."""
+_TOOLS_LIMIT = 32
+"""Tool-schema counts kept: one per tool list seen (each holds its tools)."""
+_PROMPT_LIMIT = 256
+"""System-prompt counts kept; a prompt that changes every call is counted again, in µs."""
 
 _STAND_IN_WINDOW = 2**31
 """Checks everything but the window at construction when only the run model can give it."""
@@ -82,12 +79,13 @@ def _profile_window(model: BaseChatModel) -> int | None:
 class CompactionMiddleware(AgentMiddleware):
     """Compact the model input of a ``create_agent`` agent before every model call.
 
-    It runs the compaction subgraph of ``create_compaction_graph`` on the request's messages
-    and hands the model the compacted list; the agent's state keeps every message. It reads
-    the thread id from the agent's config. When callbacks watch the run (a tracer) or the
-    caller streams subgraphs, the pipeline runs as a nested graph of the model node, so its
-    custom stream events (``context_compacting``, ...), values and runs show as a subgraph's;
-    otherwise its steps run in the model node itself, without a graph run's costs.
+    It runs the compaction subgraph of ``create_compaction_graph`` on the request's messages,
+    as a nested graph of the model node, and hands the model the compacted list; the agent's
+    state keeps every message. It reads the thread id from the agent's config; its custom
+    stream events (``context_compacting``, ...), values and runs show as a subgraph's. The
+    request's system prompt and tool schemas are counted on every call, so a dynamic prompt
+    (``@dynamic_prompt``) is counted as it is, and shares the thread's caches and its one
+    background summary with every other prompt.
 
     Example:
         ```python
@@ -162,90 +160,126 @@ class CompactionMiddleware(AgentMiddleware):
         self._namespace = namespace
         self._summarize = summarize
         self._compact_tool = compact_tool
-        self._graphs: OrderedDict[_GraphKey, _Entry] = OrderedDict()
         self._lock = threading.Lock()
+        self._jobs = Jobs()
+        self._memories: dict[int | None, Memory] = {}
+        self._counter = self._memory_for(None).counter
+        self._settings: OrderedDict[int, Settings] = OrderedDict()
+        self._tool_tokens: OrderedDict[tuple[int, ...], tuple[Sequence[Any], int]] = OrderedDict()
+        self._prompt_tokens: BoundedCache[str, int] = BoundedCache(_PROMPT_LIMIT)
         self._window_need = (
             _window_needed_by(self.config) if self.config.context_window is None else None
         )
         if fallback_model is not None:  # surface configuration mistakes at construction
-            self._graph_for(fallback_model, [], None)
+            settings = self._settings_for(fallback_model)
         else:
-            self._check_without_run_model()
+            settings = self._check_without_run_model()
+        # One graph for every request: each call brings its own pipeline (``serving``); the
+        # one built in stands for them and shares their jobs, which is how a node knows them.
+        self._graph = build_graph(
+            Pipeline(settings, Memory(token_counter), self._jobs), name="compaction"
+        )
 
-    def _check_without_run_model(self) -> None:
-        """Resolve the settings now; the window, if the run model must give it, is a stand-in."""
-        config = self.config
-        if self._window_need is not None:
-            config = config.model_copy(update={"context_window": _STAND_IN_WINDOW})
-        build_pipeline(
+    def _memory_for(self, window: int | None) -> Memory:
+        """The memory of the requests with this context window: what it caches per thread
+        (pruning epochs, the keep window) follows the window's thresholds. One per window a
+        model of this agent gives: a handful, bounded by the models kept."""
+        with self._lock:
+            memory = self._memories.get(window)
+            if memory is None:
+                memory = self._memories[window] = Memory(self._token_counter)
+            return memory
+
+    def _build_settings(self, config: CompactionConfig, fallback: BaseChatModel | None) -> Settings:
+        return Settings.build(
             config,
             model=self._model,
+            fallback_model=fallback,
             store=self._store,
-            token_counter=self._token_counter,
+            counter=self._counter,
             namespace=self._namespace,
             summarize=self._summarize,
         )
 
-    def _build_pipeline_for(
-        self, fallback: BaseChatModel, tools: Sequence[Any], system_prompt: str | None
-    ) -> Any:
-        try:
-            return build_pipeline(
-                self.config,
-                model=self._model,
-                fallback_model=fallback,
-                store=self._store,
-                token_counter=self._token_counter,
-                tools=list(tools),
-                system_prompt=system_prompt,
-                namespace=self._namespace,
-                summarize=self._summarize,
-            )
-        except CompactionConfigError as exc:
-            if self._window_need is None or _profile_window(fallback) is not None:
-                raise
-            name = getattr(fallback, "model_name", None) or type(fallback).__name__
-            if self._fallback_model is None:
-                whose = f"the agent's model {name!r}"
-                fix = "pass CompactionMiddleware(fallback_model=...) a model whose profile gives it"
-            else:
-                whose, fix = f"fallback_model {name!r}", "pass a fallback_model whose profile does"
-            raise CompactionConfigError(
-                f"CompactionMiddleware: {self._window_need} needs the model's context window, "
-                f"and {whose} has no profile giving max_input_tokens: set context_window in the "
-                f"config, or {fix}"
-            ) from exc
+    def _check_without_run_model(self) -> Settings:
+        """Resolve the settings now; the window, if the run model must give it, is a stand-in."""
+        config = self.config
+        if self._window_need is not None:
+            config = config.model_copy(update={"context_window": _STAND_IN_WINDOW})
+        return self._build_settings(config, None)
 
-    def _graph_for(
-        self, request_model: BaseChatModel, tools: Sequence[Any], system_prompt: str | None
-    ) -> _Entry:
-        """One pipeline and its compiled graph per (model, tools, system prompt), built once."""
+    def _settings_for(self, request_model: BaseChatModel) -> Settings:
+        """The settings of the requests to one model (its window, its fallback), built once."""
         fallback = self._fallback_model or request_model
-        # The pipeline holds the model and the tools, so their ids stay valid while cached.
-        key: _GraphKey = (id(fallback), tuple(id(t) for t in tools), system_prompt)
         with self._lock:
-            entry = self._graphs.get(key)
-            if entry is not None:
-                self._graphs.move_to_end(key)
-                return entry
-            pipe = self._build_pipeline_for(fallback, tools, system_prompt)
-            entry = (pipe, build_graph(pipe, name="compaction"))
-            self._graphs[key] = entry
-            if len(self._graphs) > _GRAPH_LIMIT:
-                self._graphs.popitem(last=False)
-            return entry
+            settings = self._settings.get(id(fallback))
+            if settings is not None:
+                self._settings.move_to_end(id(fallback))
+                return settings
+        try:
+            settings = self._build_settings(self.config, fallback)
+        except CompactionConfigError as exc:
+            raise self._explained(exc, fallback) from exc
+        with self._lock:
+            self._settings[id(fallback)] = settings
+            while len(self._settings) > _MODEL_LIMIT:
+                self._settings.popitem(last=False)
+        return settings
 
-    def _entry_for(self, request: ModelRequest) -> _Entry:
-        return self._graph_for(request.model, request.tools, request.system_prompt)
-
-    def _cached_entry(self, request: ModelRequest) -> _Entry | None:
-        key: _GraphKey = (
-            id(self._fallback_model or request.model),
-            tuple(id(t) for t in request.tools),
-            request.system_prompt,
+    def _explained(self, exc: CompactionConfigError, fallback: BaseChatModel) -> Exception:
+        """The error of a window no model gives, naming the model and the fix."""
+        if self._window_need is None or _profile_window(fallback) is not None:
+            return exc
+        name = getattr(fallback, "model_name", None) or type(fallback).__name__
+        if self._fallback_model is None:
+            whose = f"the agent's model {name!r}"
+            fix = "pass CompactionMiddleware(fallback_model=...) a model whose profile gives it"
+        else:
+            whose, fix = f"fallback_model {name!r}", "pass a fallback_model whose profile does"
+        return CompactionConfigError(
+            f"CompactionMiddleware: {self._window_need} needs the model's context window, "
+            f"and {whose} has no profile giving max_input_tokens: set context_window in the "
+            f"config, or {fix}"
         )
+
+    def _tools_tokens(self, tools: Sequence[Any]) -> int:
+        """Tokens of the request's tool schemas, counted once per tool list."""
+        if not tools:
+            return 0
+        key = tuple(map(id, tools))
         with self._lock:
-            return self._graphs.get(key)
+            entry = self._tool_tokens.get(key)
+        if entry is None:  # the entry holds the tools, so their ids stay valid while kept
+            entry = (tuple(tools), count_fixed_tokens(self._counter, None, tools))
+            with self._lock:
+                self._tool_tokens[key] = entry
+                while len(self._tool_tokens) > _TOOLS_LIMIT:
+                    self._tool_tokens.popitem(last=False)
+        return entry[1]
+
+    def _prompt_tokens_of(self, prompt: str | None) -> int:
+        if not prompt:
+            return 0
+        return self._prompt_tokens.get_or_make(
+            prompt, lambda: count_fixed_tokens(self._counter, prompt, None)
+        )
+
+    def _pipeline_for(self, request: ModelRequest) -> Pipeline:
+        """This request's pipeline: its model's settings with its own prompt and tool tokens,
+        over the middleware's memory and jobs."""
+        settings = self._settings_for(request.model)
+        fixed = self._prompt_tokens_of(request.system_prompt) + self._tools_tokens(request.tools)
+        if fixed != settings.fixed_tokens:
+            settings = dataclasses.replace(settings, fixed_tokens=fixed)
+        return Pipeline(settings, self._memory_for(settings.window), self._jobs)
+
+    def _ready(self, request: ModelRequest) -> bool:
+        """Whether this request's pipeline needs no build (an import, a schema count)."""
+        fallback = self._fallback_model or request.model
+        with self._lock:
+            return id(fallback) in self._settings and (
+                not request.tools or tuple(map(id, request.tools)) in self._tool_tokens
+            )
 
     def wrap_model_call(
         self,
@@ -253,15 +287,11 @@ class CompactionMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest], ModelResponse],
     ) -> ModelResponse:
         """Compact the request's messages, then call the model with them."""
-        pipe, graph = self._entry_for(request)
-        state = CompactionInput(messages=request.messages)
-        with _inline_run() as config:
-            # The nested run has no config of its own: it inherits the agent's (thread id,
-            # callbacks, stream writer), so its events reach the caller like a subgraph's.
-            if config is not None:
-                result = invoke_pipeline(pipe, state, config)
-            else:
-                result = graph.invoke(state)
+        pipe = self._pipeline_for(request)
+        # The nested run has no config of its own: it inherits the agent's (thread id,
+        # callbacks, stream writer), so its events reach the caller like a subgraph's.
+        with serving(pipe):
+            result = self._graph.invoke(CompactionInput(messages=request.messages))
         return handler(request.override(messages=result["llm_input_messages"]))
 
     async def awrap_model_call(
@@ -270,62 +300,10 @@ class CompactionMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse:
         """Compact the request's messages, then call the model with them (async path)."""
-        entry = self._cached_entry(request)
-        if entry is None:  # building counts tool schemas and may import: off the loop
-            entry = await asyncio.to_thread(self._entry_for, request)
-        pipe, graph = entry
-        state = CompactionInput(messages=request.messages)
-        with _inline_run() as config:
-            if config is not None:
-                result = await ainvoke_pipeline(pipe, state, config)
-            else:
-                result = await graph.ainvoke(state)
+        if self._ready(request):
+            pipe = self._pipeline_for(request)
+        else:  # building counts tool schemas and may import: off the loop
+            pipe = await asyncio.to_thread(self._pipeline_for, request)
+        with serving(pipe):
+            result = await self._graph.ainvoke(CompactionInput(messages=request.messages))
         return await handler(request.override(messages=result["llm_input_messages"]))
-
-
-def _watched(config: RunnableConfig) -> bool:
-    """Whether callbacks watch the run (a tracer, a stream of messages): they see the
-    compaction run and its nodes only when it runs as a graph."""
-    callbacks = config.get("callbacks")
-    if callbacks is None:
-        return False
-    if isinstance(callbacks, list):
-        return bool(callbacks)
-    return bool(getattr(callbacks, "handlers", True))
-
-
-@contextmanager
-def _inline_run() -> Iterator[RunnableConfig | None]:
-    """The config to run the pipeline's steps with in the model node itself, or None when it
-    must run as the nested graph: callbacks watch the run, or the caller streams subgraphs
-    (it then sees the compaction run's events, values and updates), or no node config.
-
-    A nested graph run costs about 1 ms a call, twice a turn. Run inline, the steps read the
-    model node's config (thread id, ``configurable.compaction``, its interrupt scratchpad);
-    their events go nowhere, as a nested graph's do for a caller that does not stream
-    subgraphs.
-    """
-    config = var_child_runnable_config.get()
-    configurable = (config or {}).get("configurable") or {}
-    runtime = configurable.get(CONFIG_KEY_RUNTIME) if CONFIG_KEY_RUNTIME else None
-    if config is None or runtime is None or CONFIG_KEY_STREAM in configurable or _watched(config):
-        yield None
-        return
-    inner = RunnableConfig(
-        **{
-            **config,
-            "configurable": {
-                **configurable,
-                CONFIG_KEY_RUNTIME: dataclasses.replace(runtime, stream_writer=_drop),
-            },
-        }
-    )
-    token = var_child_runnable_config.set(inner)
-    try:
-        yield inner
-    finally:
-        var_child_runnable_config.reset(token)
-
-
-def _drop(chunk: Any) -> None:
-    """The stream writer of a nested graph whose caller does not stream subgraphs: nothing."""
