@@ -131,7 +131,7 @@ def _odd_values() -> list[BaseMessage]:
     return [
         HumanMessage("hi", id="h"),
         AIMessage("", id="a", tool_calls=calls),
-        ToolMessage("done", tool_call_id="c", id="t", artifact={"b": 1, "a": 2}),
+        ToolMessage("done", tool_call_id="c", id="t"),
         AIMessage([{"type": "text", "text": "ok", "extras": {"z": 1, "y": (3,)}}], id="a2"),
     ]
 
@@ -151,19 +151,21 @@ def test_the_same_messages_hash_the_same_however_they_arrive() -> None:
     assert len(hashes) == 1
 
 
+_SET_HASH = """
+from langchain_core.messages import AIMessage
+from langgraph_compaction.content.history_scan import HistoryIndex
+call = {"name": "f", "args": {"tags": {"alpha", "beta", "gamma", "delta"}}, "id": "c"}
+print(HistoryIndex().scan(("ns", "t"), [AIMessage("", id="a", tool_calls=[call])]).prefix_hash(1))
+"""
+
+
 def test_a_restarted_worker_hashes_a_set_as_the_last_one_did() -> None:
     """Each process iterates a set of strings in its own order (hash randomization)."""
-    script = (
-        "import sys; sys.path.insert(0, 'tests/content'); sys.path.insert(0, 'tests')\n"
-        "from test_tokens import KEY, _odd_values\n"
-        "from langgraph_compaction.content.history_scan import HistoryIndex\n"
-        "print(HistoryIndex().scan(KEY, _odd_values()).prefix_hash(4))\n"
-    )
     seen = set()
     for seed in ("1", "2", "3", "4"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
         done = subprocess.run(
-            [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+            [sys.executable, "-c", _SET_HASH], env=env, capture_output=True, text=True, check=True
         )
         seen.add(done.stdout.strip())
     assert len(seen) == 1 and seen.pop().startswith(HASH_TAG)
