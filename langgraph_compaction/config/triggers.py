@@ -13,8 +13,8 @@ from typing import Literal
 from langchain_core.messages import BaseMessage
 
 from langgraph_compaction.config.parts import ContextSize, KeepSize
+from langgraph_compaction.content.history_scan import HistoryScan
 from langgraph_compaction.content.messages import split_tool_units
-from langgraph_compaction.content.tokens import HistoryScan
 from langgraph_compaction.errors import CompactionConfigError
 
 __all__ = [

@@ -27,8 +27,9 @@ from langgraph.types import Command
 from langgraph_compaction.config.run_control import NO_CONTROL, RunControl, run_control
 from langgraph_compaction.config.settings import Settings, emit, thread_id_of
 from langgraph_compaction.config.triggers import find_keep_start, fired_triggers
+from langgraph_compaction.content.history_scan import HistoryScan
 from langgraph_compaction.content.messages import coerce_messages, count_leading_system
-from langgraph_compaction.content.tokens import HistoryScan, calibrated
+from langgraph_compaction.content.tokens import calibrated
 from langgraph_compaction.pipeline.context import Pipeline, Precompact
 from langgraph_compaction.pipeline.effects import Step
 from langgraph_compaction.pipeline.records import Measured, Outcome

@@ -25,6 +25,7 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction.config.compaction import CompactionConfig
 from langgraph_compaction.config.triggers import find_keep_start, within_headroom
+from langgraph_compaction.content.history_scan import HistoryScan
 from langgraph_compaction.content.messages import (
     answered_calls,
     caller_index,
@@ -32,7 +33,6 @@ from langgraph_compaction.content.messages import (
     has_unanswered_call,
     split_tool_units,
 )
-from langgraph_compaction.content.tokens import HistoryScan
 from langgraph_compaction.errors import SummaryStoreError, ThreadDeletedError
 from langgraph_compaction.pipeline.context import Pipeline, Precompact
 from langgraph_compaction.pipeline.effects import (

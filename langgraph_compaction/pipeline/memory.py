@@ -16,8 +16,9 @@ from typing import Generic, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from langgraph_compaction.content.history_scan import HistoryIndex
 from langgraph_compaction.content.messages import make_summary_message
-from langgraph_compaction.content.tokens import HistoryIndex, TokenCounter
+from langgraph_compaction.content.tokens import TokenCounter
 from langgraph_compaction.pipeline.records import Epochs
 from langgraph_compaction.pipeline.remembered import OldMedia, Overflow
 from langgraph_compaction.store import SummaryRecord, SummaryStore

@@ -16,7 +16,7 @@ from langgraph.channels.untracked_value import UntrackedValue
 from typing_extensions import TypedDict
 
 from langgraph_compaction.config.run_control import NO_CONTROL, RunControl
-from langgraph_compaction.content.tokens import HistoryScan
+from langgraph_compaction.content.history_scan import HistoryScan
 from langgraph_compaction.pipeline.report import SummaryUsage
 from langgraph_compaction.pipeline.state import CompactionState
 from langgraph_compaction.store import SummaryRecord, ThreadState

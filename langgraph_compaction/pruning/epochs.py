@@ -41,7 +41,8 @@ from dataclasses import dataclass, field
 from langchain_core.messages import BaseMessage
 
 from langgraph_compaction.config.triggers import find_keep_start, fired_triggers
-from langgraph_compaction.content.tokens import HistoryScan, calibrated
+from langgraph_compaction.content.history_scan import HistoryScan
+from langgraph_compaction.content.tokens import calibrated
 from langgraph_compaction.pipeline.context import Pipeline
 from langgraph_compaction.pipeline.records import Epochs, Measured, Phase
 from langgraph_compaction.pipeline.remembered import OldMedia

@@ -14,7 +14,8 @@ from langchain_core.messages import BaseMessage
 
 from langgraph_compaction.config.settings import emit
 from langgraph_compaction.config.triggers import Threshold, find_keep_start, fired_triggers
-from langgraph_compaction.content.tokens import HistoryScan, calibrated
+from langgraph_compaction.content.history_scan import HistoryScan
+from langgraph_compaction.content.tokens import calibrated
 from langgraph_compaction.pipeline.context import Pipeline
 from langgraph_compaction.pipeline.records import Measured, Outcome
 from langgraph_compaction.pruning.epochs import (

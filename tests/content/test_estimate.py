@@ -27,8 +27,8 @@ from media_files import b64, data_url, pdf, png, wav
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
 from langgraph_compaction.content.estimate import estimate_tokens, message_tokens
+from langgraph_compaction.content.history_scan import HistoryIndex
 from langgraph_compaction.content.media import PDF_TOKENS_PER_PAGE
-from langgraph_compaction.content.tokens import HistoryIndex
 from langgraph_compaction.content.writing_systems import weighted_chars
 from langgraph_compaction.summary.chunks import plan_chunks
 

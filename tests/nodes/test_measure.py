@@ -15,7 +15,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph_compaction import CompactionConfig, SummaryStore, create_compaction_graph
 from langgraph_compaction.config.parts import ContextSize, KeepSize
 from langgraph_compaction.config.triggers import find_keep_start, fired_triggers, resolve_thresholds
-from langgraph_compaction.content.tokens import HistoryIndex, HistoryScan
+from langgraph_compaction.content.history_scan import HistoryIndex, HistoryScan
 from langgraph_compaction.errors import CompactionConfigError
 
 THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}

@@ -27,6 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langgraph_compaction.config.parts import PruningConfig
 from langgraph_compaction.config.triggers import Threshold, scale_thresholds, within_headroom
+from langgraph_compaction.content.history_scan import HistoryIndex
 from langgraph_compaction.content.messages import (
     SUMMARY_NAME,
     caller_index,
@@ -37,7 +38,6 @@ from langgraph_compaction.content.messages import (
     tool_name_of,
     trim_middle,
 )
-from langgraph_compaction.content.tokens import HistoryIndex
 from langgraph_compaction.errors import CompactionInputError
 from langgraph_compaction.pipeline.flights import Flights
 from langgraph_compaction.pipeline.jobs import Jobs
