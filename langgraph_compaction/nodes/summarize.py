@@ -68,6 +68,7 @@ from langgraph_compaction.store import (
     SummaryStore,
     ThreadState,
 )
+from langgraph_compaction.store.summary_store import plumbing
 from langgraph_compaction.summary.drafting import (
     Failure,
     draft_by_compactor,
@@ -187,7 +188,7 @@ def summarize_step(
 def _release_later(store: SummaryStore, lease: Lease) -> None:
     def release() -> None:
         with suppress(SummaryStoreError):
-            store.release_lease(lease)
+            plumbing(store).release_lease(lease)
 
     threading.Thread(target=release, name="compaction-lease-release", daemon=True).start()
 

@@ -40,6 +40,7 @@ from langgraph_compaction.errors import CompactionConfigError
 from langgraph_compaction.pipeline.effects import Step, StoreCall, perform
 from langgraph_compaction.pipeline.report import SummaryUsage
 from langgraph_compaction.store import ReviewDraft, storable
+from langgraph_compaction.store.summary_store import plumbing
 
 __all__ = [
     "REJECTED",
@@ -107,8 +108,8 @@ def next_version(thread_id: str, namespace: str) -> Step[int]:
     return (
         yield from perform(
             StoreCall(
-                lambda s: s.next_version(thread_id, namespace),
-                lambda s: s.anext_version(thread_id, namespace),
+                lambda s: plumbing(s).next_version(thread_id, namespace),
+                lambda s: plumbing(s).anext_version(thread_id, namespace),
             )
         )
     )
@@ -194,8 +195,8 @@ def saved_draft(key: _DraftKey) -> Step[Draft | None]:
     _, namespace, thread_id, prefix_hash = key
     saved: ReviewDraft | None = yield from perform(
         StoreCall(
-            lambda s: s.find_review_draft(thread_id, namespace, prefix_hash),
-            lambda s: s.afind_review_draft(thread_id, namespace, prefix_hash),
+            lambda s: plumbing(s).find_review_draft(thread_id, namespace, prefix_hash),
+            lambda s: plumbing(s).afind_review_draft(thread_id, namespace, prefix_hash),
         )
     )
     if saved is None:
