@@ -42,15 +42,19 @@ class SummaryStore:
     (Alembic migrations shipped in the package, run off the event loop on the async path; a
     store written by a newer release is refused with SummaryStoreError naming both schema
     versions). Every failure is a SummaryStoreError, and the next call tries again. A NUL
-    or a lone surrogate, which the databases refuse, is stored as U+FFFD wherever it occurs
-    (``_text``); a database deleted, replaced or dropped under a running store is opened
-    again, its schema made anew, on the next call (``_reopen``).
+    or a lone surrogate, which the databases refuse, is stored as U+FFFD wherever it occurs;
+    a database deleted, replaced or dropped under a running store is opened again, its schema
+    made anew, on the next call.
 
     ```python
     store = SummaryStore("sqlite:///compaction.db", retention=20)
     store.list_summaries("thread-1")
     await store.alist_summaries("thread-1")
     ```
+
+    Its methods read, steer and keep house, each with an async twin; what the compaction
+    pipeline itself does with the store (writing summaries, leases, failure counts) is not
+    part of this API.
 
     The async engine belongs to the event loop that first used it. Used from another loop
     later (one loop after another, as in tests), the store closes it and builds a new one;
