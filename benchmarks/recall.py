@@ -53,6 +53,7 @@ from sqlalchemy import create_engine
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
 from langgraph_compaction.store import IndexedMessage
+from langgraph_compaction.store.summary_store import plumbing
 from langgraph_compaction.summary.prompts import render_transcript
 
 DATA = (
@@ -118,7 +119,7 @@ def replay_direct(store: SummaryStore, thread: str, history: list[BaseMessage]) 
     """``--direct``: the cuts computed here, indexed through ``add_summary`` itself."""
     start, parent = 0, None
     for n, cut in enumerate(compaction_cuts(history), 1):
-        record = store.add_summary(
+        record = plumbing(store).add_summary(
             thread_id=thread, namespace="bench", parent_id=parent,
             boundary_message_id=history[cut - 1].id or "", covered_messages=cut,
             prefix_hash=f"{thread}/{cut}", summary=f"Summary {n}.", summary_tokens=5,
@@ -225,7 +226,7 @@ def fill(store: SummaryStore, total: int, per_thread: int, turns: list[BaseMessa
                 indexed(p, turns[(t + p) % len(turns)])
                 for p in range(start, min(start + 100, per_thread, total - t))
             ]
-            store.add_summary(
+            plumbing(store).add_summary(
                 thread_id=thread, namespace="bench", parent_id=None,
                 boundary_message_id=batch[-1].message_id, covered_messages=start + len(batch),
                 prefix_hash=f"{thread}/{start}", summary="Summary.", summary_tokens=2,
@@ -290,7 +291,7 @@ def indexing_cost(url_for: Callable[[], Any]) -> str:
             batch = [indexed(p, m) for p, m in enumerate(turns)] if recall else []
             costs[recall].append(
                 partial(
-                    store.add_summary,
+                    plumbing(store).add_summary,
                     thread_id=f"cost-{n}", namespace="bench", parent_id=None,
                     boundary_message_id="m", covered_messages=100, prefix_hash="p",
                     summary="Summary.", summary_tokens=2, source_tokens=0, kind="initial",

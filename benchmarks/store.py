@@ -49,6 +49,7 @@ from sqlalchemy import create_engine, insert, text
 from langgraph_compaction import SummaryStore
 from langgraph_compaction.store.db.engine import derive_urls
 from langgraph_compaction.store.sql.summaries import summaries
+from langgraph_compaction.store.summary_store import plumbing
 
 NAMESPACE = "bench"
 TEXT = ("Goal: ship the release. Progress: tests green on SQLite and PostgreSQL. " * 12)[:800]
@@ -191,9 +192,11 @@ def single_process(url: str, label: str, threads: int, calls: int, inserts: int)
     ]
     rows = []
     with SummaryStore(url) as store:
-        store.find_summary(picks[0][0], NAMESPACE, picks[0][1])  # warm the pool
+        plumbing(store).find_summary(picks[0][0], NAMESPACE, picks[0][1])  # warm the pool
         progress(f"[{label}] find_summary x {calls:,}")
-        found = timed(calls, lambda i: store.find_summary(picks[i][0], NAMESPACE, picks[i][1]))
+        found = timed(
+            calls, lambda i: plumbing(store).find_summary(picks[i][0], NAMESPACE, picks[i][1])
+        )
         rows.append(summarize(label, "find_summary", found))
         progress(f"[{label}] latest_summaries(limit=8) x {calls:,}")
         latest = timed(calls, lambda i: store.latest_summaries(picks[i][0], NAMESPACE, limit=8))
@@ -204,17 +207,19 @@ def single_process(url: str, label: str, threads: int, calls: int, inserts: int)
         )
         progress(f"[{label}] add_summary x {inserts:,}")
         targets = [f"thread-{rng.randrange(threads)}" for _ in range(inserts)]
-        added = timed(inserts, lambda i: store.add_summary(**new_summary(targets[i], f"new-{i}")))
+        added = timed(
+            inserts, lambda i: plumbing(store).add_summary(**new_summary(targets[i], f"new-{i}"))
+        )
         rows.append(summarize(label, "add_summary", added))
     return rows
 
 
 async def _async_finds(store: SummaryStore, picks: list[tuple[str, str]]) -> list[int]:
-    await store.afind_summary(picks[0][0], NAMESPACE, picks[0][1])  # engine and pool
+    await plumbing(store).afind_summary(picks[0][0], NAMESPACE, picks[0][1])  # engine and pool
     samples = []
     for thread, prefix in picks:
         started = time.perf_counter_ns()
-        await store.afind_summary(thread, NAMESPACE, prefix)
+        await plumbing(store).afind_summary(thread, NAMESPACE, prefix)
         samples.append(time.perf_counter_ns() - started)
     await store.aclose()
     return samples
@@ -229,7 +234,7 @@ def worker(url: str, index: int, threads: int, seconds: float, barrier: Any, out
     """One worker process: each phase, as many calls as fit in ``seconds``."""
     rng = random.Random(index)
     store = SummaryStore(url)
-    store.find_summary("warm-up", NAMESPACE, "x")
+    plumbing(store).find_summary("warm-up", NAMESPACE, "x")
     for phase in PHASES:
         barrier.wait(timeout=600)
         samples: list[int] = []
@@ -241,11 +246,11 @@ def worker(url: str, index: int, threads: int, seconds: float, barrier: Any, out
             started = time.perf_counter_ns()
             try:
                 if phase == "find_summary":
-                    store.find_summary(thread, NAMESPACE, f"prefix-{rng.randint(1, 10)}")
+                    plumbing(store).find_summary(thread, NAMESPACE, f"prefix-{rng.randint(1, 10)}")
                 elif phase == "add_summary":
-                    store.add_summary(**new_summary(thread, f"w{index}-{n}"))
+                    plumbing(store).add_summary(**new_summary(thread, f"w{index}-{n}"))
                 else:
-                    store.add_summary(**new_summary("hot-thread", f"w{index}-{n}"))
+                    plumbing(store).add_summary(**new_summary("hot-thread", f"w{index}-{n}"))
             except Exception as exc:  # counted: the aim is zero
                 errors += 1
                 first_error = first_error or f"{type(exc).__name__}: {exc}"

@@ -39,7 +39,9 @@ def race(url: str, thread: str, workers: int, timeout: float = 180) -> list[dict
     """
     start = time.time() + 6.0
     here = Path(__file__).resolve()
-    env = {**os.environ, "PYTHONPATH": str(here.parent)}
+    # Keep the caller's PYTHONPATH: the workers import the same copy of the package.
+    paths = [str(here.parent), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     argv = [sys.executable, str(here), "--url", url, "--thread", thread, "--start", str(start)]
     procs = [
         subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)

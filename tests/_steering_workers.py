@@ -9,6 +9,7 @@ import asyncio
 from typing import Any
 
 from langgraph_compaction import SummaryStore
+from langgraph_compaction.store.summary_store import plumbing
 
 __all__ = ["race_for_requests"]
 
@@ -23,13 +24,13 @@ def race_for_requests(
 
     async def run_async() -> list[str | None]:
         store = SummaryStore(url)
-        await store.athread_controls(thread, "default")  # open before the race
+        await plumbing(store).athread_controls(thread, "default")  # open before the race
         got: list[str | None] = []
         for n in range(rounds):
             if files:
                 await store.arequest_compaction(thread, instruction=f"раунд {n}")
             await asyncio.to_thread(barrier.wait, 60)
-            taken = await store.atake_compaction_request(thread, "default")
+            taken = await plumbing(store).atake_compaction_request(thread, "default")
             got.append(None if taken is None else taken.instruction)
             await asyncio.to_thread(barrier.wait, 60)
         await store.aclose()
@@ -39,12 +40,12 @@ def race_for_requests(
         return asyncio.run(run_async())
     got: list[str | None] = []
     with SummaryStore(url) as store:
-        store.thread_controls(thread, "default")
+        plumbing(store).thread_controls(thread, "default")
         for n in range(rounds):
             if files:
                 store.request_compaction(thread, instruction=f"раунд {n}")
             barrier.wait(timeout=60)
-            taken = store.take_compaction_request(thread, "default")
+            taken = plumbing(store).take_compaction_request(thread, "default")
             got.append(None if taken is None else taken.instruction)
             barrier.wait(timeout=60)
     return got

@@ -27,6 +27,7 @@ from uuid import uuid4
 import pytest
 
 from langgraph_compaction import SummaryStore
+from langgraph_compaction.store.summary_store import plumbing
 
 __all__ = [
     "PG_DATABASE",
@@ -125,15 +126,21 @@ def pg_admin() -> Any:
     return psycopg.connect(pg_server_url(), autocommit=True)
 
 
-async def call(store: Any, is_async: bool, name: str, *args: Any, **kwargs: Any) -> Any:
-    """``store.a<name>(...)`` awaited, or ``store.<name>(...)`` in a worker thread.
+def method_of(store: SummaryStore, name: str) -> Any:
+    """The store's method ``name``: a public one, else the pipeline's (``plumbing(store)``)."""
+    return getattr(store if hasattr(SummaryStore, name) else plumbing(store), name)
+
+
+async def call(store: SummaryStore, is_async: bool, name: str, *args: Any, **kwargs: Any) -> Any:
+    """``store.a<name>(...)`` awaited, or ``store.<name>(...)`` in a worker thread; a name
+    only the pipeline calls is looked up on ``plumbing(store)``.
 
     Sync methods run off the loop, as a sync caller would run them: async tests run under
     blockbuster, and a sync database call on the loop is exactly what it refuses.
     """
     if is_async:
-        return await getattr(store, f"a{name}")(*args, **kwargs)
-    return await asyncio.to_thread(getattr(store, name), *args, **kwargs)
+        return await method_of(store, f"a{name}")(*args, **kwargs)
+    return await asyncio.to_thread(method_of(store, name), *args, **kwargs)
 
 
 class Backend:

@@ -29,6 +29,7 @@ from langgraph_compaction import SummaryRecord, SummaryStore, create_compaction_
 from langgraph_compaction.errors import ThreadDeletedError
 from langgraph_compaction.store.records import NewSummary
 from langgraph_compaction.store.sql import summaries as summary_sql
+from langgraph_compaction.store.summary_store import plumbing
 
 __all__ = [
     "CONFIG",
@@ -208,7 +209,7 @@ def add_summaries(
 
     async def add_all_async() -> None:
         for n in order:
-            record = await store.aadd_summary(**add(n))
+            record = await plumbing(store).aadd_summary(**add(n))
             got[n] = (record.id, record.version, record.parent_id)
         await store.aclose()
 
@@ -217,7 +218,7 @@ def add_summaries(
         asyncio.run(add_all_async())
     else:
         for n in order:
-            record = store.add_summary(**add(n))
+            record = plumbing(store).add_summary(**add(n))
             got[n] = (record.id, record.version, record.parent_id)
     store.close()
     return got
@@ -231,7 +232,7 @@ def add_summaries_until_killed(url: str, thread: str, started: Any, retention: i
     started.set()
     while True:
         n += 1
-        parent = store.add_summary(**insert_fields(thread, n, parent)).id
+        parent = plumbing(store).add_summary(**insert_fields(thread, n, parent)).id
 
 
 def open_store(url: str, barrier: Any) -> str | None:
@@ -259,7 +260,7 @@ def add_after_deletion(url: str, thread: str, read: Any, deleted: Any, use_async
             generation = (await store.athread_state(thread, "default")).generation
             read.set()
             await asyncio.to_thread(deleted.wait, 60)
-            await store.aadd_summary(**fields, generation=generation)
+            await plumbing(store).aadd_summary(**fields, generation=generation)
             return "stored"
         except ThreadDeletedError as exc:
             return type(exc).__name__
@@ -273,7 +274,7 @@ def add_after_deletion(url: str, thread: str, read: Any, deleted: Any, use_async
         read.set()
         deleted.wait(60)
         try:
-            store.add_summary(**fields, generation=generation)
+            plumbing(store).add_summary(**fields, generation=generation)
         except ThreadDeletedError as exc:
             return type(exc).__name__
         return "stored"
@@ -289,10 +290,10 @@ def race_for_lease(url: str, prefix: str, barrier: Any, use_async: bool) -> bool
         store = SummaryStore(url)
         await store.alist_summaries("warm-up")  # open before the barrier: race the lease only
         await asyncio.to_thread(barrier.wait, 60)
-        lease = await store.aacquire_lease("t", "default", prefix)
+        lease = await plumbing(store).aacquire_lease("t", "default", prefix)
         await asyncio.to_thread(barrier.wait, 60)
         if lease is not None:
-            await store.arelease_lease(lease)
+            await plumbing(store).arelease_lease(lease)
         await store.aclose()
         return lease is not None
 
@@ -301,20 +302,20 @@ def race_for_lease(url: str, prefix: str, barrier: Any, use_async: bool) -> bool
     with SummaryStore(url) as store:
         store.list_summaries("warm-up")
         barrier.wait(timeout=60)
-        lease = store.acquire_lease("t", "default", prefix)
+        lease = plumbing(store).acquire_lease("t", "default", prefix)
         barrier.wait(timeout=60)
         if lease is not None:
-            store.release_lease(lease)
+            plumbing(store).release_lease(lease)
         return lease is not None
 
 
 def hold_lease(url: str, prefix: str, lease_ttl: float, seconds: float, started: Any) -> str:
     """Take the prefix's lease, signal ``started``, hold it ``seconds`` (forever if < 0)."""
     with SummaryStore(url, lease_ttl=lease_ttl) as store:
-        lease = store.acquire_lease("t", "default", prefix)
+        lease = plumbing(store).acquire_lease("t", "default", prefix)
         if lease is None:
             return "not acquired"
         started.set()
         time.sleep(seconds if seconds >= 0 else 3600)
-        store.release_lease(lease)
+        plumbing(store).release_lease(lease)
         return "released"

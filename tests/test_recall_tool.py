@@ -28,6 +28,7 @@ from typing_extensions import TypedDict
 
 from langgraph_compaction import SummaryStore, create_recall_tool
 from langgraph_compaction.store import IndexedMessage
+from langgraph_compaction.store.summary_store import plumbing
 from langgraph_compaction.summary.prompts import render_transcript
 from langgraph_compaction.tools import MAX_HIT_CHARS
 
@@ -46,7 +47,7 @@ class State(TypedDict):
 
 def index(store: SummaryStore, thread: str, history: Sequence[BaseMessage]) -> None:
     """What the pipeline does when a summary evicts ``history``."""
-    store.add_summary(
+    plumbing(store).add_summary(
         thread_id=thread, namespace="default", parent_id=None,
         boundary_message_id=history[-1].id or "", covered_messages=len(history),
         prefix_hash=f"{thread}-{len(history)}", summary="Summary.", summary_tokens=2,
@@ -161,7 +162,7 @@ def test_through_the_prebuilt_react_agent(store: SummaryStore, saver: SqliteSave
 
 
 async def test_async_through_a_tool_node(store: SummaryStore, tmp_path: Path) -> None:
-    await store.aadd_summary(
+    await plumbing(store).aadd_summary(
         thread_id="t1", namespace="default", parent_id=None, boundary_message_id="a3",
         covered_messages=4, prefix_hash="p", summary="Summary.", summary_tokens=2,
         source_tokens=100, kind="initial", model=None, rescued_message_ids=(),

@@ -32,8 +32,6 @@ class RunControl:
     force: bool = False
     skip: bool = False
     instruction: str | None = None
-    requested: bool = False
-    """A request filed in the store was consumed by this call (it forces it)."""
 
     def with_request(self, instruction: str | None) -> RunControl:
         """This control with a consumed store request merged in."""
@@ -41,7 +39,6 @@ class RunControl:
             force=True,
             skip=self.skip,
             instruction=join_instructions(self.instruction, instruction),
-            requested=True,
         )
 
 

@@ -38,6 +38,7 @@ from langgraph_compaction.pipeline.state import CompactionInput
 from langgraph_compaction.pipeline.telemetry import trace_compaction
 from langgraph_compaction.pruning.epochs import old_media_input
 from langgraph_compaction.steering.changes import FORCED, steering, stored_summary
+from langgraph_compaction.store.summary_store import plumbing
 from langgraph_compaction.summary.matching import compressed_triggers, held_summary, still_serves
 
 __all__ = ["measure", "measure_context", "measure_step", "old_media_report", "passthrough_report"]
@@ -99,7 +100,7 @@ def measure(
         started_ns=started_ns,
         thread_id=thread_id,
         key=key,
-        epoch=settings.store.deletion_epoch(thread_id, settings.namespace),
+        epoch=plumbing(settings.store).deletion_epoch(thread_id, settings.namespace),
         messages=messages,
         scan=scan,
         lead=count_leading_system(messages),

@@ -36,6 +36,7 @@ from langgraph_compaction.store import (
     ThreadControls,
     ThreadState,
 )
+from langgraph_compaction.store.summary_store import plumbing
 
 __all__ = [
     "Effect",
@@ -234,8 +235,8 @@ def find_summary(
     thread_id: str, namespace: str, prefix_hash: str
 ) -> StoreCall[SummaryRecord | None]:
     return StoreCall(
-        lambda s: s.find_summary(thread_id, namespace, prefix_hash),
-        lambda s: s.afind_summary(thread_id, namespace, prefix_hash),
+        lambda s: plumbing(s).find_summary(thread_id, namespace, prefix_hash),
+        lambda s: plumbing(s).afind_summary(thread_id, namespace, prefix_hash),
     )
 
 
@@ -243,8 +244,8 @@ def set_calibration(
     thread_id: str, namespace: str, ratio: float, generation: int
 ) -> StoreCall[None]:
     return StoreCall(
-        lambda s: s.set_calibration(thread_id, namespace, ratio, generation=generation),
-        lambda s: s.aset_calibration(thread_id, namespace, ratio, generation=generation),
+        lambda s: plumbing(s).set_calibration(thread_id, namespace, ratio, generation=generation),
+        lambda s: plumbing(s).aset_calibration(thread_id, namespace, ratio, generation=generation),
     )
 
 
@@ -253,47 +254,51 @@ def record_failure(
 ) -> StoreCall[ThreadState]:
     kwargs = {"message_count": message_count, "error": error, "generation": generation}
     return StoreCall(
-        lambda s: s.record_failure(thread_id, namespace, **kwargs),  # type: ignore[arg-type]
-        lambda s: s.arecord_failure(thread_id, namespace, **kwargs),  # type: ignore[arg-type]
+        lambda s: plumbing(s).record_failure(thread_id, namespace, **kwargs),  # type: ignore[arg-type]
+        lambda s: plumbing(s).arecord_failure(thread_id, namespace, **kwargs),  # type: ignore[arg-type]
     )
 
 
 def reset_failures(thread_id: str, namespace: str, generation: int | None) -> StoreCall[None]:
     return StoreCall(
-        lambda s: s.reset_failures(thread_id, namespace, generation=generation),
-        lambda s: s.areset_failures(thread_id, namespace, generation=generation),
+        lambda s: plumbing(s).reset_failures(thread_id, namespace, generation=generation),
+        lambda s: plumbing(s).areset_failures(thread_id, namespace, generation=generation),
     )
 
 
 def acquire_lease(thread_id: str, namespace: str, prefix_hash: str) -> StoreCall[Lease | None]:
     return StoreCall(
-        lambda s: s.acquire_lease(thread_id, namespace, prefix_hash),
-        lambda s: s.aacquire_lease(thread_id, namespace, prefix_hash),
+        lambda s: plumbing(s).acquire_lease(thread_id, namespace, prefix_hash),
+        lambda s: plumbing(s).aacquire_lease(thread_id, namespace, prefix_hash),
     )
 
 
 def release_lease(lease: Lease) -> StoreCall[None]:
-    return StoreCall(lambda s: s.release_lease(lease), lambda s: s.arelease_lease(lease))
+    return StoreCall(
+        lambda s: plumbing(s).release_lease(lease), lambda s: plumbing(s).arelease_lease(lease)
+    )
 
 
 def add_summary(**fields: Any) -> StoreCall[SummaryRecord]:
-    """``SummaryStore.add_summary`` with these keyword arguments."""
-    return StoreCall(lambda s: s.add_summary(**fields), lambda s: s.aadd_summary(**fields))
+    """``Plumbing.add_summary`` with these keyword arguments."""
+    return StoreCall(
+        lambda s: plumbing(s).add_summary(**fields), lambda s: plumbing(s).aadd_summary(**fields)
+    )
 
 
 def thread_controls(thread_id: str, namespace: str) -> StoreCall[ThreadControls]:
-    """``SummaryStore.thread_controls``: the thread's control version, one cheap read."""
+    """``Plumbing.thread_controls``: the thread's control version, one cheap read."""
     return StoreCall(
-        lambda s: s.thread_controls(thread_id, namespace),
-        lambda s: s.athread_controls(thread_id, namespace),
+        lambda s: plumbing(s).thread_controls(thread_id, namespace),
+        lambda s: plumbing(s).athread_controls(thread_id, namespace),
     )
 
 
 def take_compaction_request(thread_id: str, namespace: str) -> StoreCall[CompactionRequest | None]:
-    """``SummaryStore.take_compaction_request``: consume the thread's pending request."""
+    """``Plumbing.take_compaction_request``: consume the thread's pending request."""
     return StoreCall(
-        lambda s: s.take_compaction_request(thread_id, namespace),
-        lambda s: s.atake_compaction_request(thread_id, namespace),
+        lambda s: plumbing(s).take_compaction_request(thread_id, namespace),
+        lambda s: plumbing(s).atake_compaction_request(thread_id, namespace),
     )
 
 
@@ -306,23 +311,25 @@ def pinned_messages(thread_id: str, namespace: str) -> StoreCall[frozenset[str]]
 
 
 def save_review(**fields: Any) -> StoreCall[None]:
-    """``SummaryStore.save_review`` with these keyword arguments."""
-    return StoreCall(lambda s: s.save_review(**fields), lambda s: s.asave_review(**fields))
+    """``Plumbing.save_review`` with these keyword arguments."""
+    return StoreCall(
+        lambda s: plumbing(s).save_review(**fields), lambda s: plumbing(s).asave_review(**fields)
+    )
 
 
 def drop_review(thread_id: str, namespace: str, prefix_hash: str) -> StoreCall[None]:
-    """``SummaryStore.drop_review``: forget the draft of this prefix (accepted or rejected)."""
+    """``Plumbing.drop_review``: forget the draft of this prefix (accepted or rejected)."""
     return StoreCall(
-        lambda s: s.drop_review(thread_id, namespace, prefix_hash),
-        lambda s: s.adrop_review(thread_id, namespace, prefix_hash),
+        lambda s: plumbing(s).drop_review(thread_id, namespace, prefix_hash),
+        lambda s: plumbing(s).adrop_review(thread_id, namespace, prefix_hash),
     )
 
 
 def next_version(thread_id: str, namespace: str) -> StoreCall[int]:
     """``SummaryStore.next_version``: the version the thread's next summary gets."""
     return StoreCall(
-        lambda s: s.next_version(thread_id, namespace),
-        lambda s: s.anext_version(thread_id, namespace),
+        lambda s: plumbing(s).next_version(thread_id, namespace),
+        lambda s: plumbing(s).anext_version(thread_id, namespace),
     )
 
 

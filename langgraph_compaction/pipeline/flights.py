@@ -23,10 +23,6 @@ class Flight:
         self._lock = threading.Lock()
         self._futures: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
 
-    @property
-    def landed(self) -> bool:
-        return self._done.is_set()
-
     def wait(self, timeout: float | None = None) -> bool:
         """Block the calling thread until the flight lands; False on timeout."""
         return self._done.wait(timeout)

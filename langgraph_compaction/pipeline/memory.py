@@ -22,6 +22,7 @@ from langgraph_compaction.content.tokens import TokenCounter
 from langgraph_compaction.pipeline.records import Epochs
 from langgraph_compaction.pipeline.remembered import OldMedia, Overflow
 from langgraph_compaction.store import SummaryRecord, SummaryStore
+from langgraph_compaction.store.summary_store import plumbing
 
 __all__ = ["BoundedCache", "Memory", "SummarizerLimits", "ThreadKey"]
 
@@ -171,7 +172,7 @@ class Memory:
         if entry is None:
             return None
         record, epoch = entry
-        if store.deletion_epoch(key[1], key[0]) != epoch:
+        if plumbing(store).deletion_epoch(key[1], key[0]) != epoch:
             self._in_use.pop(key)
             return None
         return record
@@ -180,7 +181,7 @@ class Memory:
         """Drop the summary held for a thread: a person edited or revoked its summaries."""
         self._in_use.pop(key)
 
-    # -- what people and agents changed (``SummaryStore.thread_controls``) ---------------------
+    # -- what people and agents changed (``Plumbing.thread_controls``) ---------------------
 
     def controls(self, key: ThreadKey) -> tuple[int, frozenset[str]] | None:
         """The thread's control version this process last saw, and its pins then."""

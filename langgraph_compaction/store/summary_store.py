@@ -1,45 +1,31 @@
-"""SummaryStore: one URL serving the sync and the async graph path.
+"""SummaryStore: what a person or an agent's code calls, on one URL, sync and async.
 
-Every operation is one function of ``_tables``, ``_threads`` or ``_leases`` over a sync
-connection; ``_database`` runs it on the sync engine, or on the async engine through
-``AsyncConnection.run_sync``, so each public method stays a line or two. The summaries and
-deletion are here; per-thread state (``_tracking``), leases (``_leasing``), recall
-(``_recalling``), steering (``_controlling``) and edits (``_editing``) are mixins.
+Its public methods read (``list_summaries``, ``latest_summaries``, ``search_messages``,
+``thread_state``), steer (``request_compaction``, the pins, ``edit_summary``,
+``revoke_summary``) and keep house (``delete_thread``, ``check_integrity``, ``close``), each
+with its async twin. The calls only the pipeline makes are on the store's ``Plumbing``,
+reached through :func:`plumbing` and not part of the API. Every method runs one function of
+a sync connection (``operations``, or a ``sql`` function) through ``Database``: on the sync
+engine, or on the async engine through ``AsyncConnection.run_sync``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from types import TracebackType
 
-from sqlalchemy import Connection
-
+from langgraph_compaction.store import operations as ops
 from langgraph_compaction.store.database import Database
 from langgraph_compaction.store.db.engine import BUSY_TIMEOUT_S
-from langgraph_compaction.store.edit_methods import EditMethods
-from langgraph_compaction.store.lease_methods import LeaseMethods
-from langgraph_compaction.store.records import (
-    IndexedMessage,
-    NewSummary,
-    SummaryKind,
-    SummaryRecord,
-    indexed_messages,
-    message_ids,
-)
-from langgraph_compaction.store.search_methods import RecallMethods
+from langgraph_compaction.store.plumbing import Plumbing
+from langgraph_compaction.store.records import RecalledMessage, SummaryRecord, ThreadState
 from langgraph_compaction.store.sql import controls as control_sql
-from langgraph_compaction.store.sql import search as search_sql
 from langgraph_compaction.store.sql import summaries as summary_sql
 from langgraph_compaction.store.sql import threads as thread_sql
 from langgraph_compaction.store.sql.integrity import find_problems
-from langgraph_compaction.store.steering_methods import ControlMethods
-from langgraph_compaction.store.thread_methods import ThreadStateMethods
 
-__all__ = ["SummaryStore"]
-
-_ADD_ATTEMPTS = 5
-"""Tries of one add_summary when a writer outside this package takes the same version."""
+__all__ = ["SummaryStore", "plumbing"]
 
 
 def _positive(name: str, value: float) -> float:
@@ -48,7 +34,7 @@ def _positive(name: str, value: float) -> float:
     return float(value)
 
 
-class SummaryStore(ThreadStateMethods, LeaseMethods, RecallMethods, ControlMethods, EditMethods):
+class SummaryStore:
     """Summaries and per-thread state in a SQLite file or a PostgreSQL database.
 
     One object serves the sync and the async graph path, is safe to share across threads
@@ -56,15 +42,19 @@ class SummaryStore(ThreadStateMethods, LeaseMethods, RecallMethods, ControlMetho
     (Alembic migrations shipped in the package, run off the event loop on the async path; a
     store written by a newer release is refused with SummaryStoreError naming both schema
     versions). Every failure is a SummaryStoreError, and the next call tries again. A NUL
-    or a lone surrogate, which the databases refuse, is stored as U+FFFD wherever it occurs
-    (``_text``); a database deleted, replaced or dropped under a running store is opened
-    again, its schema made anew, on the next call (``_reopen``).
+    or a lone surrogate, which the databases refuse, is stored as U+FFFD wherever it occurs;
+    a database deleted, replaced or dropped under a running store is opened again, its schema
+    made anew, on the next call.
 
     ```python
     store = SummaryStore("sqlite:///compaction.db", retention=20)
     store.list_summaries("thread-1")
     await store.alist_summaries("thread-1")
     ```
+
+    Its methods read, steer and keep house, each with an async twin; what the compaction
+    pipeline itself does with the store (writing summaries, leases, failure counts) is not
+    part of this API.
 
     The async engine belongs to the event loop that first used it. Used from another loop
     later (one loop after another, as in tests), the store closes it and builds a new one;
@@ -103,6 +93,7 @@ class SummaryStore(ThreadStateMethods, LeaseMethods, RecallMethods, ControlMetho
         self._retention = retention
         self._lease_ttl = _positive("lease_ttl", lease_ttl)
         self._db = Database(url, _positive("busy_timeout", busy_timeout))
+        self._plumbing = Plumbing(self._db, retention=retention, lease_ttl=self._lease_ttl)
 
     @property
     def url(self) -> str:
@@ -152,7 +143,7 @@ class SummaryStore(ThreadStateMethods, LeaseMethods, RecallMethods, ControlMetho
     ) -> None:
         await self.aclose()
 
-    # -- summaries ---------------------------------------------------------------------------
+    # -- reading -----------------------------------------------------------------------------
 
     def list_summaries(self, thread_id: str, namespace: str = "default") -> list[SummaryRecord]:
         """Every stored summary of the thread, oldest (lowest version) first, revoked ones
@@ -178,165 +169,153 @@ class SummaryStore(ThreadStateMethods, LeaseMethods, RecallMethods, ControlMetho
         """Async :meth:`latest_summaries`."""
         return await self._db.alatest_summaries(thread_id, namespace, limit)
 
-    def next_version(self, thread_id: str, namespace: str = "default") -> int:
-        """The version the thread's next summary gets: one more than its newest, revoked ones
-        included (1 for the first); one ``max`` over the thread's index."""
-        return self._db.run(lambda c: summary_sql.next_version(c, thread_id, namespace))
+    def search_messages(
+        self, thread_id: str, query: str, *, namespace: str = "default", limit: int = 5
+    ) -> list[RecalledMessage]:
+        """The thread's evicted messages that best match ``query``, best first (total recall:
+        a summary indexes the messages it newly covers, in its own transaction).
 
-    async def anext_version(self, thread_id: str, namespace: str = "default") -> int:
-        """Async :meth:`next_version`."""
-        return await self._db.arun(lambda c: summary_sql.next_version(c, thread_id, namespace))
-
-    def find_summary(
-        self, thread_id: str, namespace: str, prefix_hash: str
-    ) -> SummaryRecord | None:
-        """The thread's newest summary in use of exactly this prefix (an edit of it, if
-        one was made), or None."""
-        return self._db.run(
-            lambda c: summary_sql.find_summary(c, thread_id, namespace, prefix_hash)
-        )
-
-    async def afind_summary(
-        self, thread_id: str, namespace: str, prefix_hash: str
-    ) -> SummaryRecord | None:
-        """Async :meth:`find_summary`."""
-        return await self._db.arun(
-            lambda c: summary_sql.find_summary(c, thread_id, namespace, prefix_hash)
-        )
-
-    def add_summary(
-        self,
-        *,
-        thread_id: str,
-        namespace: str,
-        parent_id: str | None,
-        boundary_message_id: str,
-        covered_messages: int,
-        prefix_hash: str,
-        summary: str,
-        summary_tokens: int,
-        source_tokens: int,
-        kind: SummaryKind,
-        model: str | None,
-        rescued_message_ids: Sequence[str],
-        generation: int | None = None,
-        recall_messages: Sequence[IndexedMessage] = (),
-        steered: bool = False,
-        input_tokens: int | None = None,
-        output_tokens: int | None = None,
-        cache_read_tokens: int | None = None,
-    ) -> SummaryRecord:
-        """Store a summary as the thread's next version, in one transaction.
-
-        If the thread already holds a summary of this ``prefix_hash`` (say another worker just
-        wrote it), nothing is written and that row is returned. With ``retention`` set, the
-        versions beyond it are deleted in the same transaction (indexed messages stay). With
-        ``generation`` (from :meth:`thread_state`), a thread deleted since then gets nothing
-        written. ``recall_messages`` (total recall: the messages this summary newly covers)
-        are indexed in the same transaction, each message once, for :meth:`search_messages`.
-        ``steered``: the summary was asked for (a forced call, a request) and made under the
-        triggers, where calls do not otherwise look in the store; storing it bumps the
-        thread's control version, so that every process serving the thread looks it up.
-        ``input_tokens``, ``output_tokens``, ``cache_read_tokens``: what the summary call(s)
-        cost as the model reported them (the sum over several calls); None, stored as NULL,
-        when it reported nothing: never pass 0 for "not reported".
-
-        Returns:
-            The stored row, with its id, version and created_at.
+        Any text is a valid query: only its words are searched (stop words dropped, words
+        stemmed), never FTS or tsquery syntax; a query without a searchable word returns [].
 
         Raises:
-            ValueError: the summary is blank or a field invalid (a usage count negative, say);
-                nothing is stored.
-            ThreadDeletedError: the thread's generation is no longer ``generation``.
-            SummaryStoreError: the database failed; nothing is stored.
+            ValueError: ``limit`` is not between 1 and 100.
+            SummaryStoreError: the database failed.
         """
-        new = NewSummary(
-            thread_id=thread_id,
-            namespace=namespace,
-            parent_id=parent_id,
-            boundary_message_id=boundary_message_id,
-            covered_messages=covered_messages,
-            prefix_hash=prefix_hash,
-            summary=summary,
-            summary_tokens=summary_tokens,
-            source_tokens=source_tokens,
-            kind=kind,
-            model=model,
-            rescued_message_ids=message_ids(rescued_message_ids),
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            cache_read_tokens=cache_read_tokens,
-        )
-        op = self._insert(new, generation, recall_messages, steered)
-        return self._db.run(op, write=True, attempts=_ADD_ATTEMPTS)
+        return self._db.run(ops.search_messages(thread_id, query, namespace, limit))
 
-    async def aadd_summary(
-        self,
-        *,
-        thread_id: str,
-        namespace: str,
-        parent_id: str | None,
-        boundary_message_id: str,
-        covered_messages: int,
-        prefix_hash: str,
-        summary: str,
-        summary_tokens: int,
-        source_tokens: int,
-        kind: SummaryKind,
-        model: str | None,
-        rescued_message_ids: Sequence[str],
-        generation: int | None = None,
-        recall_messages: Sequence[IndexedMessage] = (),
-        steered: bool = False,
-        input_tokens: int | None = None,
-        output_tokens: int | None = None,
-        cache_read_tokens: int | None = None,
+    async def asearch_messages(
+        self, thread_id: str, query: str, *, namespace: str = "default", limit: int = 5
+    ) -> list[RecalledMessage]:
+        """Async :meth:`search_messages`."""
+        return await self._db.arun(ops.search_messages(thread_id, query, namespace, limit))
+
+    def thread_state(self, thread_id: str, namespace: str) -> ThreadState:
+        """The thread's failure count, calibration and current generation."""
+        return self._db.run(lambda c: thread_sql.thread_state(c, thread_id, namespace))
+
+    async def athread_state(self, thread_id: str, namespace: str) -> ThreadState:
+        """Async :meth:`thread_state`."""
+        return await self._db.arun(lambda c: thread_sql.thread_state(c, thread_id, namespace))
+
+    # -- steering (DESIGN 6.11) --------------------------------------------------------------
+
+    def request_compaction(
+        self, thread_id: str, *, namespace: str = "default", instruction: str | None = None
+    ) -> None:
+        """Ask that the thread's next compaction call compact as if forced, then forget it.
+
+        A second request before that call keeps one request, its instruction both texts
+        joined by a blank line (blank ones left out). Bumps the thread's control version.
+
+        Raises:
+            ValueError: ``thread_id`` is not a non-empty str, or ``instruction`` not a str.
+        """
+        self._db.run(ops.request_compaction(thread_id, namespace, instruction), write=True)
+
+    async def arequest_compaction(
+        self, thread_id: str, *, namespace: str = "default", instruction: str | None = None
+    ) -> None:
+        """Async :meth:`request_compaction`."""
+        await self._db.arun(ops.request_compaction(thread_id, namespace, instruction), write=True)
+
+    def pin_messages(
+        self, thread_id: str, message_ids: Sequence[str], *, namespace: str = "default"
+    ) -> None:
+        """Pin messages by id: compaction never evicts nor prunes them. Pinning twice is a
+        no-op; a new pin bumps the thread's control version.
+
+        Raises:
+            ValueError: ``thread_id`` empty, ``message_ids`` one string, or an id not a
+                non-empty str.
+        """
+        op = ops.change_pins(control_sql.pin_messages, thread_id, message_ids, namespace)
+        self._db.run(op, write=True)
+
+    async def apin_messages(
+        self, thread_id: str, message_ids: Sequence[str], *, namespace: str = "default"
+    ) -> None:
+        """Async :meth:`pin_messages`."""
+        op = ops.change_pins(control_sql.pin_messages, thread_id, message_ids, namespace)
+        await self._db.arun(op, write=True)
+
+    def unpin_messages(
+        self, thread_id: str, message_ids: Sequence[str], *, namespace: str = "default"
+    ) -> None:
+        """Unpin messages by id (ids not pinned are ignored); bumps the control version when
+        one was pinned.
+
+        Raises:
+            ValueError: as :meth:`pin_messages`.
+        """
+        op = ops.change_pins(control_sql.unpin_messages, thread_id, message_ids, namespace)
+        self._db.run(op, write=True)
+
+    async def aunpin_messages(
+        self, thread_id: str, message_ids: Sequence[str], *, namespace: str = "default"
+    ) -> None:
+        """Async :meth:`unpin_messages`."""
+        op = ops.change_pins(control_sql.unpin_messages, thread_id, message_ids, namespace)
+        await self._db.arun(op, write=True)
+
+    def pinned_messages(self, thread_id: str, *, namespace: str = "default") -> frozenset[str]:
+        """The ids of the thread's pinned messages."""
+        return self._db.run(lambda c: control_sql.pinned_messages(c, thread_id, namespace))
+
+    async def apinned_messages(
+        self, thread_id: str, *, namespace: str = "default"
+    ) -> frozenset[str]:
+        """Async :meth:`pinned_messages`."""
+        return await self._db.arun(lambda c: control_sql.pinned_messages(c, thread_id, namespace))
+
+    def edit_summary(
+        self, thread_id: str, text: str, *, namespace: str = "default"
     ) -> SummaryRecord:
-        """Async :meth:`add_summary`."""
-        new = NewSummary(
-            thread_id=thread_id,
-            namespace=namespace,
-            parent_id=parent_id,
-            boundary_message_id=boundary_message_id,
-            covered_messages=covered_messages,
-            prefix_hash=prefix_hash,
-            summary=summary,
-            summary_tokens=summary_tokens,
-            source_tokens=source_tokens,
-            kind=kind,
-            model=model,
-            rescued_message_ids=message_ids(rescued_message_ids),
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            cache_read_tokens=cache_read_tokens,
-        )
-        op = self._insert(new, generation, recall_messages, steered)
-        return await self._db.arun(op, write=True, attempts=_ADD_ATTEMPTS)
+        """Store ``text`` as a new version of the thread's newest summary in use.
 
-    def _insert(
-        self,
-        new: NewSummary,
-        generation: int | None,
-        recall: Sequence[IndexedMessage],
-        steered: bool,
-    ) -> Callable[[Connection], SummaryRecord]:
-        batch = indexed_messages(recall)
+        The new row keeps that summary's boundary, covered messages, prefix hash, rescued
+        message ids and source tokens; ``kind="edited"``, ``parent_id`` that summary's id,
+        ``model`` None, and ``summary_tokens`` estimated as ``ceil(len(text) / 4)`` (the
+        pipeline counts the tokens again when it uses it). Later calls over the same prefix
+        reuse the edit. Bumps the thread's control version.
 
-        def on_insert(conn: Connection) -> None:
-            if batch:  # recall on
-                search_sql.index_messages(conn, new.thread_id, new.namespace, batch)
-            if steered:
-                control_sql.bump_controls(conn, new.thread_id, new.namespace)
+        Raises:
+            ValueError: ``text`` blank, ``thread_id`` empty, or no summary in use to edit.
+        """
+        op = ops.edit_summary(thread_id, text, namespace, self._retention)
+        return self._db.run(op, write=True)
 
-        def insert(conn: Connection) -> SummaryRecord:
-            thread_sql.check_generation(conn, new.thread_id, new.namespace, generation)
-            if not batch and not steered:
-                return summary_sql.insert_summary(conn, new, self._retention)
-            return summary_sql.insert_summary(conn, new, self._retention, on_insert)
+    async def aedit_summary(
+        self, thread_id: str, text: str, *, namespace: str = "default"
+    ) -> SummaryRecord:
+        """Async :meth:`edit_summary`."""
+        op = ops.edit_summary(thread_id, text, namespace, self._retention)
+        return await self._db.arun(op, write=True)
 
-        return insert
+    def revoke_summary(
+        self, thread_id: str, *, namespace: str = "default", version: int | None = None
+    ) -> int:
+        """Withdraw ``version`` (None: the newest in use) and every later version.
 
-    # -- deletion ----------------------------------------------------------------------------
+        Revoked rows are never served again, so the next call over the trigger makes a new
+        summary; ``list_summaries`` still lists them, with ``revoked_at`` set. Bumps the
+        thread's control version.
+
+        Returns:
+            How many versions this call marked revoked.
+
+        Raises:
+            ValueError: no such version, or nothing left to revoke.
+        """
+        return self._db.run(ops.revoke_summary(thread_id, namespace, version), write=True)
+
+    async def arevoke_summary(
+        self, thread_id: str, *, namespace: str = "default", version: int | None = None
+    ) -> int:
+        """Async :meth:`revoke_summary`."""
+        return await self._db.arun(ops.revoke_summary(thread_id, namespace, version), write=True)
+
+    # -- housekeeping ------------------------------------------------------------------------
 
     def delete_thread(self, thread_id: str, namespace: str | None = None) -> int:
         """Delete the thread's summaries, indexed messages, state, pins, reviews, pending
@@ -344,7 +323,8 @@ class SummaryStore(ThreadStateMethods, LeaseMethods, RecallMethods, ControlMetho
 
         Final: the thread's generation goes up in the same transaction, so a summary computed
         before (here or in another process) that carries the old generation is refused, and
-        :meth:`deletion_epoch` changes for every store of this process on this database.
+        every store of this process on this database stops serving the summary it holds in
+        memory for the thread.
 
         Returns:
             How many summaries were deleted.
@@ -365,16 +345,6 @@ class SummaryStore(ThreadStateMethods, LeaseMethods, RecallMethods, ControlMetho
         finally:
             thread_sql.DELETIONS.bump(self._db.identity, thread_id, namespace)
 
-    def deletion_epoch(self, thread_id: str, namespace: str) -> int:
-        """How many deletions of the thread this process made on this database; no I/O.
-
-        Shared by every SummaryStore of the process on the same database: record it beside a
-        cached summary, and stop serving that summary once the epoch has changed.
-        """
-        return thread_sql.DELETIONS.epoch(self._db.identity, thread_id, namespace)
-
-    # -- upkeep ------------------------------------------------------------------------------
-
     def check_integrity(self) -> list[str]:
         """Check the rows against the store's rules (and, on SQLite, the file's structure).
 
@@ -388,3 +358,9 @@ class SummaryStore(ThreadStateMethods, LeaseMethods, RecallMethods, ControlMetho
     async def acheck_integrity(self) -> list[str]:
         """Async :meth:`check_integrity`."""
         return await self._db.arun(find_problems, single=False)
+
+
+def plumbing(store: SummaryStore) -> Plumbing:
+    """The store's calls only the pipeline makes (leases, failures, calibration, the control
+    version, review drafts, writing summaries): not part of the API."""
+    return store._plumbing

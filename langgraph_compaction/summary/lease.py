@@ -28,6 +28,7 @@ from langgraph_compaction.pipeline.effects import (
 )
 from langgraph_compaction.pipeline.flights import FLIGHTS
 from langgraph_compaction.store import Lease, SummaryRecord, SummaryStore
+from langgraph_compaction.store.summary_store import plumbing
 
 __all__ = ["LEASE_WAIT_S", "Taken", "exclusively"]
 
@@ -115,6 +116,6 @@ def _take_lease(
 def _release_later(store: SummaryStore, lease: Lease) -> None:
     def release() -> None:
         with suppress(SummaryStoreError):
-            store.release_lease(lease)
+            plumbing(store).release_lease(lease)
 
     threading.Thread(target=release, name="compaction-lease-release", daemon=True).start()

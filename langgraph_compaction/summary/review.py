@@ -50,6 +50,7 @@ from langgraph_compaction.pipeline.effects import (
 from langgraph_compaction.pipeline.records import Decision, Measured, Outcome, Partition
 from langgraph_compaction.pipeline.report import SummaryUsage
 from langgraph_compaction.store import ReviewDraft, storable
+from langgraph_compaction.store.summary_store import plumbing
 from langgraph_compaction.summary.breaker import emit_failed
 from langgraph_compaction.summary.drafting import Draft
 from langgraph_compaction.summary.model_call import usage_columns
@@ -182,8 +183,8 @@ def saved_draft(key: _DraftKey) -> Step[Draft | None]:
     _, namespace, thread_id, prefix_hash = key
     saved: ReviewDraft | None = yield from perform(
         StoreCall(
-            lambda s: s.find_review_draft(thread_id, namespace, prefix_hash),
-            lambda s: s.afind_review_draft(thread_id, namespace, prefix_hash),
+            lambda s: plumbing(s).find_review_draft(thread_id, namespace, prefix_hash),
+            lambda s: plumbing(s).afind_review_draft(thread_id, namespace, prefix_hash),
         )
     )
     if saved is None:

@@ -274,7 +274,7 @@ def test_one_owner_per_flight_and_every_waiter_wakes() -> None:
     waiter.start()
     flights.land("k", flight)
     waiter.join(5)
-    assert not waiter.is_alive() and flight.landed and len(flights) == 0
+    assert not waiter.is_alive() and flight.wait(0) and len(flights) == 0
     assert flights.claim("k")[1]  # a new flight after landing
 
 
@@ -295,7 +295,7 @@ def test_jobs_one_per_thread_and_not_twice_over_one_summary() -> None:
     assert job is not None and jobs.running(("ns", "t")) is job
     assert jobs.claim(("ns", "t"), "summary-2") is None  # one at a time
     jobs.land(job, [{"type": "context_compacted"}])
-    assert jobs.running(("ns", "t")) is None and job.flight.landed
+    assert jobs.running(("ns", "t")) is None and job.flight.wait(0)
     assert jobs.claim(("ns", "t"), "summary-1") is None  # not again over the same summary
     jobs.forget_claim(("ns", "t"))
     retry = jobs.claim(("ns", "t"), "summary-1")

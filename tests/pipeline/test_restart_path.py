@@ -17,6 +17,7 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction import SummaryRecord, SummaryStore, create_compaction_graph
 from langgraph_compaction.store import ThreadState
+from langgraph_compaction.store.summary_store import plumbing
 
 THREAD: RunnableConfig = {"configurable": {"thread_id": "线程-restart"}}
 CONFIG = {"trigger": {"type": "tokens", "value": 1500}, "keep": {"type": "messages", "value": 6}}
@@ -77,7 +78,7 @@ def test_a_restarted_worker_counts_with_the_stored_calibration(store: SummarySto
     config = {"trigger": {"type": "tokens", "value": 10**9}}
     plain = create_compaction_graph(config, store=store)
     raw = plain.invoke(graph_input(messages), THREAD)["compaction"].tokens_before
-    store.set_calibration("线程-restart", "default", 1.5)
+    plumbing(store).set_calibration("线程-restart", "default", 1.5)
     restarted = create_compaction_graph(config, store=store)
     calibrated = restarted.invoke(graph_input(messages), THREAD)["compaction"].tokens_before
     assert calibrated == pytest.approx(raw * 1.5, abs=2)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from langgraph_compaction import SummaryStore
 from langgraph_compaction.store.records import ThreadControls
+from langgraph_compaction.store.summary_store import plumbing
 
 _REQUEST = """
 import sys
@@ -32,17 +33,17 @@ def test_changes_from_any_process_reach_the_next_read(store_url: str) -> None:
     reader, writer = SummaryStore(store_url), SummaryStore(store_url)
     thread = "线程-1"
     try:
-        assert reader.thread_controls(thread, "default") == ThreadControls(0, False)
+        assert plumbing(reader).thread_controls(thread, "default") == ThreadControls(0, False)
         writer.request_compaction(thread)  # another connection of this process
-        assert reader.thread_controls(thread, "default") == ThreadControls(1, True)
-        assert writer.take_compaction_request(thread, "default") is not None
-        assert reader.thread_controls(thread, "default") == ThreadControls(1, False)
+        assert plumbing(reader).thread_controls(thread, "default") == ThreadControls(1, True)
+        assert plumbing(writer).take_compaction_request(thread, "default") is not None
+        assert plumbing(reader).thread_controls(thread, "default") == ThreadControls(1, False)
         _request_from_another_process(store_url, thread)
-        assert reader.thread_controls(thread, "default") == ThreadControls(2, True)
+        assert plumbing(reader).thread_controls(thread, "default") == ThreadControls(2, True)
         reader.pin_messages(thread, ["رسالة-1"])  # this store's own write
-        assert reader.thread_controls(thread, "default") == ThreadControls(3, True)
+        assert plumbing(reader).thread_controls(thread, "default") == ThreadControls(3, True)
         writer.delete_thread(thread)
-        after = reader.thread_controls(thread, "default")
+        after = plumbing(reader).thread_controls(thread, "default")
         assert after.version > 3 and not after.requested
     finally:
         reader.close()
@@ -52,17 +53,17 @@ def test_changes_from_any_process_reach_the_next_read(store_url: str) -> None:
 def test_nothing_committed_since_costs_no_query(tmp_path: Path) -> None:
     with SummaryStore(f"sqlite:///{tmp_path / 'store.db'}") as store:
         store.request_compaction("seen")
-        assert store.thread_controls("seen", "default") == ThreadControls(1, True)
+        assert plumbing(store).thread_controls("seen", "default") == ThreadControls(1, True)
         assert store._db._controls is not None
         statements: list[str] = []
         store._db._controls.connection.set_trace_callback(statements.append)
         for _ in range(3):
-            assert store.thread_controls("seen", "default") == ThreadControls(1, True)
+            assert plumbing(store).thread_controls("seen", "default") == ThreadControls(1, True)
         assert statements == ["PRAGMA data_version"] * 3
         with SummaryStore(f"sqlite:///{tmp_path / 'store.db'}") as other:
             other.pin_messages("seen", ["m-1"])
         statements.clear()
-        assert store.thread_controls("seen", "default") == ThreadControls(2, True)
+        assert plumbing(store).thread_controls("seen", "default") == ThreadControls(2, True)
         assert [s.split()[0] for s in statements] == ["PRAGMA", "SELECT"]
 
 
@@ -70,7 +71,7 @@ def test_a_replaced_file_is_read_anew(tmp_path: Path) -> None:
     path = tmp_path / "store.db"
     with SummaryStore(f"sqlite:///{path}") as store:
         store.request_compaction("t")
-        assert store.thread_controls("t", "default") == ThreadControls(1, True)
+        assert plumbing(store).thread_controls("t", "default") == ThreadControls(1, True)
         with SummaryStore(f"sqlite:///{tmp_path / 'other.db'}") as other:
             for _ in range(3):
                 other.pin_messages("t", [f"m-{_}"])
@@ -79,20 +80,20 @@ def test_a_replaced_file_is_read_anew(tmp_path: Path) -> None:
         os.replace(tmp_path / "other.db", path)
         for suffix in ("-wal", "-shm"):
             Path(f"{tmp_path / 'other.db'}{suffix}").unlink(missing_ok=True)
-        assert store.thread_controls("t", "default") == ThreadControls(3, False)
+        assert plumbing(store).thread_controls("t", "default") == ThreadControls(3, False)
 
 
 def test_a_broken_connection_falls_back_to_the_engine(store_url: str) -> None:
     with SummaryStore(store_url) as store:
         store.request_compaction("t")
-        assert store.thread_controls("t", "default") == ThreadControls(1, True)
+        assert plumbing(store).thread_controls("t", "default") == ThreadControls(1, True)
         controls = store._db._controls
         assert controls is not None
         controls.connection.close()  # the server went away, say
-        assert store.thread_controls("t", "default") == ThreadControls(1, True)
+        assert plumbing(store).thread_controls("t", "default") == ThreadControls(1, True)
         assert controls.connection is None  # dropped; the next read opens another
         store.request_compaction("t", instruction="second")
-        assert store.thread_controls("t", "default") == ThreadControls(2, True)
+        assert plumbing(store).thread_controls("t", "default") == ThreadControls(2, True)
         assert controls.connection is not None
 
 
@@ -101,11 +102,11 @@ async def test_the_async_read_takes_the_same_connection(store_url: str) -> None:
     thread = "поток-2"
     try:
         await writer.arequest_compaction(thread)
-        assert await reader.athread_controls(thread, "default") == ThreadControls(1, True)
+        assert await plumbing(reader).athread_controls(thread, "default") == ThreadControls(1, True)
         assert reader._db._controls is not None  # read in a worker thread, not the async engine
         assert reader._db._controls.connection is not None
         await writer.apin_messages(thread, ["消息-1"])
-        assert await reader.athread_controls(thread, "default") == ThreadControls(2, True)
+        assert await plumbing(reader).athread_controls(thread, "default") == ThreadControls(2, True)
     finally:
         await reader.aclose()
         await writer.aclose()

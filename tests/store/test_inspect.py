@@ -23,6 +23,7 @@ from langgraph_compaction.store import SummaryRecord
 from langgraph_compaction.store.cli.inspect import main as cli
 from langgraph_compaction.store.cli.render import WIDTH, cut_middle, render_table, wrap
 from langgraph_compaction.store.schema.migrate import SCHEMA_VERSION
+from langgraph_compaction.store.summary_store import plumbing
 
 ROOT = Path(__file__).resolve().parents[2]
 LONG_THREAD = "tenant-7f3a9c2e-4b1d-4e8a-9f00-2c6b8d1e5a47:user-1842:session-2024-11-30"
@@ -44,7 +45,7 @@ def add(
         "kind": "update" if parent else "initial", "model": "gpt-4o-mini",
         "rescued_message_ids": [],
     }  # fmt: skip
-    return store.add_summary(**{**values, **kw})
+    return plumbing(store).add_summary(**{**values, **kw})
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> str:
@@ -63,8 +64,8 @@ def test_the_overview_shows_threads_failures_and_calibration(
     with SummaryStore(store_url) as store:
         first = add(store, "t-1", 1, None)
         add(store, "t-1", 2, first)
-        store.record_failure("t-1", "default", message_count=12, error="model timed out")
-        store.set_calibration("t-1", "default", 1.125)
+        plumbing(store).record_failure("t-1", "default", message_count=12, error="model timed out")
+        plumbing(store).set_calibration("t-1", "default", 1.125)
 
     out = run(capsys, "inspect", "--url", store_url)
 
@@ -91,7 +92,7 @@ def test_every_view_fits_100_columns_with_long_names_and_errors(
                 summary=MULTILINE + f" v{n}", model="accounts/fireworks/models/qwen2p5-72b",
                 covered_messages=123_456 * n, source_tokens=9_876_543,
             )  # fmt: skip
-        store.record_failure(
+        plumbing(store).record_failure(
             LONG_THREAD, "team-analytics-eu-west", message_count=9, error=LONG_ERROR
         )
 
@@ -154,7 +155,7 @@ def test_versions_show_lineage_and_filter_by_namespace(
             first = add(store, "t", 1, None, namespace=ns)
             second = add(store, "t", 2, first, namespace=ns)
         add(store, "t", 3, second, namespace="beta")  # retention drops beta's v1
-        store.record_failure("t", "beta", message_count=9, error="rate limited")
+        plumbing(store).record_failure("t", "beta", message_count=9, error="rate limited")
 
     alpha = json.loads(run_json(capsys, store_url, "--namespace", "alpha"))
     assert [(e["namespace"], e["versions"]) for e in alpha["threads"]] == [("alpha", 2)]
@@ -202,7 +203,7 @@ def test_a_thread_with_failures_but_no_summary_is_known(
     store_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with SummaryStore(store_url) as store:
-        store.record_failure("t-2", "default", message_count=4, error="model timed out")
+        plumbing(store).record_failure("t-2", "default", message_count=4, error="model timed out")
 
     assert "model timed out" in unwrapped(
         run(capsys, "inspect", "--url", store_url, "--thread", "t-2")

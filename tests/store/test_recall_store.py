@@ -24,6 +24,7 @@ from langgraph_compaction.errors import ThreadDeletedError
 from langgraph_compaction.store import IndexedMessage
 from langgraph_compaction.store.db.engine import derive_urls
 from langgraph_compaction.store.schema.migrate import alembic_config
+from langgraph_compaction.store.summary_store import plumbing
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -98,8 +99,12 @@ def recall_store(url: str) -> Iterator[SummaryStore]:
 
 def fill(store: SummaryStore, thread: str = "t", namespace: str = "default") -> None:
     """Two summaries, as the pipeline makes them: the first covers 4, the second 4 more."""
-    store.add_summary(**summary_fields(thread, namespace, 1), recall_messages=indexed(0, 4))
-    store.add_summary(**summary_fields(thread, namespace, 2), recall_messages=indexed(4, 8))
+    plumbing(store).add_summary(
+        **summary_fields(thread, namespace, 1), recall_messages=indexed(0, 4)
+    )
+    plumbing(store).add_summary(
+        **summary_fields(thread, namespace, 2), recall_messages=indexed(4, 8)
+    )
 
 
 def rows(url: str) -> list[tuple[Any, ...]]:
@@ -121,8 +126,12 @@ def test_a_summary_indexes_what_it_newly_covers_once(recall_store: SummaryStore,
     fill(recall_store)
     # A second worker storing the same prefix, and a re-summarization covering the same
     # messages again, index nothing new.
-    recall_store.add_summary(**summary_fields("t", "default", 2), recall_messages=indexed(0, 8))
-    recall_store.add_summary(**summary_fields("t", "default", 3), recall_messages=indexed(0, 8))
+    plumbing(recall_store).add_summary(
+        **summary_fields("t", "default", 2), recall_messages=indexed(0, 8)
+    )
+    plumbing(recall_store).add_summary(
+        **summary_fields("t", "default", 3), recall_messages=indexed(0, 8)
+    )
     stored = rows(url)
     assert [(r[2], r[3], r[4], r[5], r[6]) for r in stored] == [
         (m.position, m.message_id, m.type, m.name, m.text) for m in indexed(0, 8)
@@ -132,7 +141,7 @@ def test_a_summary_indexes_what_it_newly_covers_once(recall_store: SummaryStore,
 
 
 def test_nothing_is_indexed_with_recall_off(recall_store: SummaryStore, url: str) -> None:
-    recall_store.add_summary(**summary_fields("t", "default", 1))
+    plumbing(recall_store).add_summary(**summary_fields("t", "default", 1))
     assert rows(url) == [] and recall_store.search_messages("t", "flight") == []
 
 
@@ -170,7 +179,7 @@ def test_any_query_text_is_safe(recall_store: SummaryStore, query: str) -> None:
 async def test_sync_and_async_agree(recall_store: SummaryStore) -> None:
     await call(recall_store, False, "add_summary", **summary_fields("t", "default", 1),
                recall_messages=indexed(0, 4))  # fmt: skip
-    await recall_store.aadd_summary(
+    await plumbing(recall_store).aadd_summary(
         **summary_fields("t", "default", 2), recall_messages=indexed(4, 8)
     )
     for query in ["flight lisbon", "error", "vegetarian", "Melanie painting", *QUERIES[:8]]:
@@ -180,8 +189,12 @@ async def test_sync_and_async_agree(recall_store: SummaryStore) -> None:
 
 def test_threads_and_namespaces_are_kept_apart(recall_store: SummaryStore) -> None:
     fill(recall_store, "t")
-    recall_store.add_summary(**summary_fields("t-2", "default", 1), recall_messages=indexed(0, 4))
-    recall_store.add_summary(**summary_fields("t", "other", 1), recall_messages=indexed(4, 8))
+    plumbing(recall_store).add_summary(
+        **summary_fields("t-2", "default", 1), recall_messages=indexed(0, 4)
+    )
+    plumbing(recall_store).add_summary(
+        **summary_fields("t", "other", 1), recall_messages=indexed(4, 8)
+    )
     hits = recall_store.search_messages("t-2", "flight deploy vegetarian")
     assert {h.position for h in hits} <= {0, 1, 2, 3}
     assert recall_store.search_messages("t", "ECONNREFUSED", namespace="other") == []
@@ -198,7 +211,7 @@ def test_a_deleted_thread_returns_nothing(recall_store: SummaryStore, url: str) 
     assert {r[0] for r in rows(url)} == {"kept"}
     # A summary computed before the deletion indexes nothing either.
     with pytest.raises(ThreadDeletedError):
-        recall_store.add_summary(
+        plumbing(recall_store).add_summary(
             **summary_fields("t", "default", 3), generation=state.generation,
             recall_messages=indexed(0, 8),
         )  # fmt: skip
@@ -210,8 +223,12 @@ def test_a_deleted_thread_returns_nothing(recall_store: SummaryStore, url: str) 
 async def test_a_deletion_in_every_namespace_removes_every_index(
     recall_store: SummaryStore,
 ) -> None:
-    await recall_store.aadd_summary(**summary_fields("t", "a", 1), recall_messages=indexed(0, 4))
-    await recall_store.aadd_summary(**summary_fields("t", "b", 1), recall_messages=indexed(0, 4))
+    await plumbing(recall_store).aadd_summary(
+        **summary_fields("t", "a", 1), recall_messages=indexed(0, 4)
+    )
+    await plumbing(recall_store).aadd_summary(
+        **summary_fields("t", "b", 1), recall_messages=indexed(0, 4)
+    )
     await recall_store.adelete_thread("t")
     assert await recall_store.asearch_messages("t", "flight", namespace="a") == []
     assert await recall_store.asearch_messages("t", "flight", namespace="b") == []
@@ -220,7 +237,7 @@ async def test_a_deletion_in_every_namespace_removes_every_index(
 def test_retention_never_drops_indexed_messages(url: str) -> None:
     with SummaryStore(url, retention=1) as store:
         fill(store)
-        store.add_summary(**summary_fields("t", "default", 3))
+        plumbing(store).add_summary(**summary_fields("t", "default", 3))
         assert len(store.list_summaries("t")) == 1
         assert store.search_messages("t", "flight")[0].position in (1, 2)
         assert len(rows(url)) == 8
@@ -254,14 +271,17 @@ def test_bad_arguments_are_refused_before_any_database_work(recall_store: Summar
     with pytest.raises(ValueError, match="message_id"):
         IndexedMessage(position=1, message_id="", type="human", name=None, text="x")
     with pytest.raises(ValueError, match="IndexedMessage"):
-        recall_store.add_summary(**summary_fields("t", "default", 1), recall_messages=["x"])  # type: ignore[list-item]
+        plumbing(recall_store).add_summary(
+            **summary_fields("t", "default", 1),
+            recall_messages=["x"],  # type: ignore[list-item]
+        )
     assert recall_store.list_summaries("t") == []
 
 
 @pytest.mark.slow
 def test_a_second_process_finds_what_the_first_indexed(url: str) -> None:
     script = (
-        "import sys; sys.path.insert(0, sys.argv[2]);"
+        "import sys; sys.path[:0] = [sys.argv[2], sys.argv[2] + '/store'];"
         "from test_recall_store import fill; from langgraph_compaction import SummaryStore;"
         "store = SummaryStore(sys.argv[1]); fill(store, 'shared'); store.close()"
     )
@@ -274,8 +294,8 @@ def test_a_second_process_finds_what_the_first_indexed(url: str) -> None:
 
 def test_a_version_3_store_gains_the_index_and_keeps_its_rows(url: str) -> None:
     with SummaryStore(url) as store:
-        first = store.add_summary(**summary_fields("t", "default", 1))
-        store.record_failure("t", "default", message_count=3, error="boom")
+        first = plumbing(store).add_summary(**summary_fields("t", "default", 1))
+        plumbing(store).record_failure("t", "default", message_count=3, error="boom")
     engine = create_engine(derive_urls(url)[0])
     with engine.begin() as conn:
         command.downgrade(alembic_config(conn), "0003")
@@ -287,7 +307,9 @@ def test_a_version_3_store_gains_the_index_and_keeps_its_rows(url: str) -> None:
         assert store.list_summaries("t") == [first]
         assert store.thread_state("t", "default").consecutive_failures == 1
         assert store.search_messages("t", "flight") == []
-        store.add_summary(**summary_fields("t", "default", 2), recall_messages=indexed(0, 4))
+        plumbing(store).add_summary(
+            **summary_fields("t", "default", 2), recall_messages=indexed(0, 4)
+        )
         assert store.search_messages("t", "flight")[0].position in (1, 2)
         assert store.check_integrity() == []
 
@@ -297,7 +319,9 @@ async def test_async_methods_never_block_the_loop(url: str) -> None:
     # schema is created (off the loop) by the first call.
     store = SummaryStore(url)
     try:
-        await store.aadd_summary(**summary_fields("t", "default", 1), recall_messages=indexed(0, 8))
+        await plumbing(store).aadd_summary(
+            **summary_fields("t", "default", 1), recall_messages=indexed(0, 8)
+        )
         assert (await store.asearch_messages("t", "vegetarian"))[0].position == 5
         assert await store.asearch_messages("t", "*") == []
         await store.adelete_thread("t")

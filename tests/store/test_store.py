@@ -36,6 +36,7 @@ from langgraph_compaction.store.cli.inspect import main as inspect_main
 from langgraph_compaction.store.db.engine import derive_urls
 from langgraph_compaction.store.schema.migrate import SCHEMA_VERSION
 from langgraph_compaction.store.sql import summaries as _tables
+from langgraph_compaction.store.summary_store import plumbing
 
 # -- fixtures: `backend`, `sqlite_backend` and `store_url` come from conftest.py ----------------
 
@@ -240,10 +241,14 @@ async def test_concurrent_inserts_get_unique_versions(backend: Backend) -> None:
     jobs = [(stores[i % 3], i % 16) for i in range(24)]
 
     if backend.is_async:
-        results = await asyncio.gather(*(s.aadd_summary(**fields(backend, n + 1)) for s, n in jobs))
+        results = await asyncio.gather(
+            *(plumbing(s).aadd_summary(**fields(backend, n + 1)) for s, n in jobs)
+        )
     else:
         with ThreadPoolExecutor(max_workers=8) as pool:
-            futures = [pool.submit(s.add_summary, **fields(backend, n + 1)) for s, n in jobs]
+            futures = [
+                pool.submit(plumbing(s).add_summary, **fields(backend, n + 1)) for s, n in jobs
+            ]
             results = [f.result() for f in futures]
 
     listed = await backend.list_summaries(backend.thread, backend.ns)
@@ -348,7 +353,7 @@ def test_sqlite_writer_waits_for_a_held_lock_instead_of_failing(tmp_path: Path) 
     threading.Timer(0.5, holder.rollback).start()
 
     started = time.perf_counter()
-    record = b.store.add_summary(**fields(b, 1))
+    record = plumbing(b.store).add_summary(**fields(b, 1))
     waited = time.perf_counter() - started
 
     assert record.version == 1
@@ -417,7 +422,7 @@ async def test_a_version_collision_is_retried(
 def test_memory_database_serves_every_thread(tmp_path: Path) -> None:
     b = Backend("sqlite:///:memory:", is_async=False)
     with ThreadPoolExecutor(max_workers=4) as pool:
-        list(pool.map(lambda n: b.store.add_summary(**fields(b, n)), range(1, 9)))
+        list(pool.map(lambda n: plumbing(b.store).add_summary(**fields(b, n)), range(1, 9)))
 
     listed = b.store.list_summaries(b.thread, b.ns)
     assert [r.version for r in listed] == list(range(1, 9))
@@ -450,7 +455,7 @@ def test_lookups_use_an_index_and_take_under_a_millisecond(tmp_path: Path) -> No
         return min(durations) * 1e6
 
     latest = fastest_us(lambda: b.store.latest_summaries("t100", b.ns))
-    found = fastest_us(lambda: b.store.find_summary("t100", b.ns, "p7"))
+    found = fastest_us(lambda: plumbing(b.store).find_summary("t100", b.ns, "p7"))
     assert len(b.store.latest_summaries("t100", b.ns)) == 8
     assert latest < 1000 and found < 1000, (latest, found)
     b.store.close()
@@ -482,8 +487,8 @@ def test_sync_use_never_creates_the_async_engine(
 
     monkeypatch.setattr(database_module, "build_async_engine", refuse)
     b = Backend(f"sqlite:///{tmp_path / 'store.db'}", is_async=False)
-    b.store.add_summary(**fields(b, 1))
-    b.store.record_failure(b.thread, b.ns, message_count=1, error="x")
+    plumbing(b.store).add_summary(**fields(b, 1))
+    plumbing(b.store).record_failure(b.thread, b.ns, message_count=1, error="x")
     assert len(b.store.list_summaries(b.thread, b.ns)) == 1
     with pytest.raises(SummaryStoreError, match="async engine was created") as caught:
         asyncio.run(b.store.alist_summaries(b.thread, b.ns))
@@ -493,8 +498,8 @@ def test_sync_use_never_creates_the_async_engine(
 
 def test_async_methods_work_from_one_event_loop_after_another(store_url: str) -> None:
     b = Backend(store_url, is_async=True)
-    first = asyncio.run(b.store.aadd_summary(**fields(b, 1)))
-    second = asyncio.run(b.store.aadd_summary(**fields(b, 2, parent_id=first.id)))
+    first = asyncio.run(plumbing(b.store).aadd_summary(**fields(b, 1)))
+    second = asyncio.run(plumbing(b.store).aadd_summary(**fields(b, 2, parent_id=first.id)))
 
     assert asyncio.run(b.store.alist_summaries(b.thread, b.ns)) == [first, second]
     asyncio.run(b.store.aclose())

@@ -20,6 +20,7 @@ from sqlalchemy import create_engine
 from langgraph_compaction.store import SummaryStore
 from langgraph_compaction.store.db.engine import build_async_engine, derive_urls
 from langgraph_compaction.store.schema.migrate import alembic_config, ensure_schema
+from langgraph_compaction.store.summary_store import plumbing
 
 
 async def every_async_method(store: SummaryStore) -> None:
@@ -27,15 +28,19 @@ async def every_async_method(store: SummaryStore) -> None:
     t, ns = "t", "default"
     state = await store.athread_state(t, ns)
     assert await store.alatest_summaries(t, ns) == []
-    assert await store.afind_summary(t, ns, "prefix-1") is None
-    lease = await store.aacquire_lease(t, ns, "prefix-1")
+    assert await plumbing(store).afind_summary(t, ns, "prefix-1") is None
+    lease = await plumbing(store).aacquire_lease(t, ns, "prefix-1")
     assert lease is not None
-    record = await store.aadd_summary(**summary_fields(t, ns, 1), generation=state.generation)
-    await store.arelease_lease(lease)
+    record = await plumbing(store).aadd_summary(
+        **summary_fields(t, ns, 1), generation=state.generation
+    )
+    await plumbing(store).arelease_lease(lease)
     assert [r.id for r in await store.alist_summaries(t, ns)] == [record.id]
-    await store.arecord_failure(t, ns, message_count=3, error="x", generation=state.generation)
-    await store.areset_failures(t, ns, generation=state.generation)
-    await store.aset_calibration(t, ns, 1.2, generation=state.generation)
+    await plumbing(store).arecord_failure(
+        t, ns, message_count=3, error="x", generation=state.generation
+    )
+    await plumbing(store).areset_failures(t, ns, generation=state.generation)
+    await plumbing(store).aset_calibration(t, ns, 1.2, generation=state.generation)
     assert await store.acheck_integrity() == []
     assert await store.adelete_thread(t) == 1
     await store.aclose()
@@ -66,7 +71,7 @@ def test_every_async_method_on_a_fresh_store(store_url: str) -> None:
 
 def test_every_async_method_on_an_existing_store(store_url: str) -> None:
     with SummaryStore(store_url) as first:  # made outside the guard, by the sync path
-        first.add_summary(**summary_fields("other", "default", 1))
+        plumbing(first).add_summary(**summary_fields("other", "default", 1))
     run_guarded(SummaryStore(store_url))
 
 

@@ -35,6 +35,7 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
 from langgraph_compaction.errors import SummaryStoreError, ThreadDeletedError
+from langgraph_compaction.store.summary_store import plumbing
 
 CONFIG: dict[str, Any] = {
     "context_window": 3000,
@@ -129,7 +130,7 @@ def change(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Change]:
             return
         other = tmp_path / "other.db"
         with SummaryStore(f"sqlite:///{other}") as store:  # another store's file, closed
-            store.add_summary(**summary_fields("other-thread", "default", 1))
+            plumbing(store).add_summary(**summary_fields("other-thread", "default", 1))
 
         def replace() -> None:
             _remove_sqlite(path)

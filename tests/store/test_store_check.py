@@ -20,6 +20,7 @@ from langgraph_compaction import SummaryStore
 from langgraph_compaction.store import SummaryRecord
 from langgraph_compaction.store.cli.inspect import main as cli
 from langgraph_compaction.store.db.engine import derive_urls
+from langgraph_compaction.store.summary_store import plumbing
 
 
 def add(store: SummaryStore, thread: str, n: int, parent: SummaryRecord | None, **kw: Any) -> Any:
@@ -29,7 +30,7 @@ def add(store: SummaryStore, thread: str, n: int, parent: SummaryRecord | None, 
         "summary": f"Summary {n}.", "summary_tokens": 10, "source_tokens": 100,
         "kind": "update" if parent else "initial", "model": None, "rescued_message_ids": [],
     }  # fmt: skip
-    return store.add_summary(**{**values, **kw})
+    return plumbing(store).add_summary(**{**values, **kw})
 
 
 def chain(store: SummaryStore, thread: str, count: int) -> list[SummaryRecord]:
@@ -88,7 +89,7 @@ def test_the_check_reports_each_broken_rule(
     with SummaryStore(store_url) as store:
         first, second, third = chain(store, "t", 3)
         add(store, "other", 1, None)
-        store.set_calibration("t", "default", 1.1)
+        plumbing(store).set_calibration("t", "default", 1.1)
         assert store.check_integrity() == []
     execute(store_url, breakage, first=first.id, second=second.id, third=third.id)
 

@@ -24,6 +24,7 @@ from _store_support import call, preloaded_forkserver, summary_fields
 
 from langgraph_compaction.errors import SummaryStoreError, ThreadDeletedError
 from langgraph_compaction.store import SummaryStore, ThreadState
+from langgraph_compaction.store.summary_store import plumbing
 
 TIMEOUT_S = 60
 
@@ -97,12 +98,12 @@ def test_generation_rows_survive_the_deletion_and_nothing_else(tmp_path: Path) -
 
     path = tmp_path / "store.db"
     with SummaryStore(f"sqlite:///{path}") as store:
-        store.add_summary(**summary_fields("t", "ns", 1))
-        store.set_calibration("t", "ns", 1.5)
-        lease = store.acquire_lease("t", "ns", "p")
+        plumbing(store).add_summary(**summary_fields("t", "ns", 1))
+        plumbing(store).set_calibration("t", "ns", 1.5)
+        lease = plumbing(store).acquire_lease("t", "ns", "p")
         assert lease is not None
         store.delete_thread("t", "ns")
-        store.release_lease(lease)
+        plumbing(store).release_lease(lease)
     with sqlite3.connect(path) as raw:
         counts = {
             table: raw.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
@@ -131,14 +132,20 @@ async def test_the_deletion_epoch_is_shared_by_every_store_on_one_database(
     other = SummaryStore(store_url)  # another object, same database
     elsewhere = SummaryStore(f"sqlite:///{tmp_path / 'elsewhere.db'}")
     t = f"t-{uuid4().hex[:8]}"
-    assert other.deletion_epoch(t, "a") == 0
+    assert plumbing(other).deletion_epoch(t, "a") == 0
 
     await call(s, is_async, "delete_thread", t, "a")
-    assert (other.deletion_epoch(t, "a"), other.deletion_epoch(t, "b")) == (1, 0)
+    assert (plumbing(other).deletion_epoch(t, "a"), plumbing(other).deletion_epoch(t, "b")) == (
+        1,
+        0,
+    )
     await call(s, is_async, "delete_thread", t)  # every namespace
-    assert (other.deletion_epoch(t, "a"), other.deletion_epoch(t, "b")) == (2, 1)
-    assert elsewhere.deletion_epoch(t, "a") == 0
-    assert s.deletion_epoch(f"{t}-x", "a") == 0
+    assert (plumbing(other).deletion_epoch(t, "a"), plumbing(other).deletion_epoch(t, "b")) == (
+        2,
+        1,
+    )
+    assert plumbing(elsewhere).deletion_epoch(t, "a") == 0
+    assert plumbing(s).deletion_epoch(f"{t}-x", "a") == 0
 
 
 def test_a_relative_and_an_absolute_sqlite_path_share_the_epoch(
@@ -147,7 +154,7 @@ def test_a_relative_and_an_absolute_sqlite_path_share_the_epoch(
     monkeypatch.chdir(tmp_path)
     relative, absolute = SummaryStore("sqlite:///s.db"), SummaryStore(f"sqlite:///{tmp_path}/s.db")
     relative.delete_thread("t")
-    assert absolute.deletion_epoch("t", "default") == 1
+    assert plumbing(absolute).deletion_epoch("t", "default") == 1
     relative.close()
     absolute.close()
 
@@ -157,7 +164,7 @@ def test_the_deletion_epoch_costs_a_dict_lookup(tmp_path: Path) -> None:
     store.delete_thread("t")
     runs = 200_000
     seconds = min(
-        timeit.repeat(lambda: store.deletion_epoch("t", "default"), number=runs, repeat=5)
+        timeit.repeat(lambda: plumbing(store).deletion_epoch("t", "default"), number=runs, repeat=5)
     )
     per_call_us = seconds / runs * 1e6
     print(f"deletion_epoch: {per_call_us:.3f} us per call")

@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langgraph_compaction import SummaryStore
+from langgraph_compaction.store.summary_store import plumbing
 
 THREADS = ["a", "A", "", "a/b ä"]
 NAMESPACES = ["default", "tenant-2"]
@@ -79,7 +80,7 @@ def apply(store: SummaryStore, run: str, ops: list[tuple[Any, ...]], model: Mode
         if op == "add":
             ns, prefix = f"{run}:{rest[0]}", rest[1]
             newest = store.latest_summaries(thread, ns, limit=1)
-            store.add_summary(
+            plumbing(store).add_summary(
                 thread_id=thread, namespace=ns, parent_id=newest[0].id if newest else None,
                 boundary_message_id=f"m-{prefix}", covered_messages=1, prefix_hash=prefix,
                 summary=f"{thread}|{ns}|{prefix}", summary_tokens=1, source_tokens=2,
@@ -88,7 +89,7 @@ def apply(store: SummaryStore, run: str, ops: list[tuple[Any, ...]], model: Mode
             model.add((thread, ns), prefix)
         elif op == "fail":
             ns = f"{run}:{rest[0]}"
-            store.record_failure(thread, ns, message_count=1, error=f"{thread}|{ns}")
+            plumbing(store).record_failure(thread, ns, message_count=1, error=f"{thread}|{ns}")
             model.failures[(thread, ns)] = model.failures.get((thread, ns), 0) + 1
         else:
             scope = None if rest[0] is None else f"{run}:{rest[0]}"
@@ -111,7 +112,7 @@ def assert_holds(store: SummaryStore, run: str, model: Model) -> None:
             assert state.consecutive_failures == model.failures.get(key, 0)
             assert state.last_error in (None, f"{thread}|{key[1]}")
             for prefix in PREFIXES[:2]:  # p0 and p1: by prefix hash, too, only the pair's own
-                found = store.find_summary(*key, prefix)
+                found = plumbing(store).find_summary(*key, prefix)
                 assert (found is not None) == (prefix in model.prefixes.get(key, []))
 
 
@@ -139,13 +140,13 @@ def test_delete_thread_leaves_no_row_of_the_thread_anywhere(tmp_path: Path) -> N
     with SummaryStore(url) as store:
         for ns in NAMESPACES:
             for n in range(3):
-                store.add_summary(
+                plumbing(store).add_summary(
                     thread_id="gone", namespace=ns, parent_id=None, boundary_message_id="m",
                     covered_messages=1, prefix_hash=f"p{n}", summary="text", summary_tokens=1,
                     source_tokens=1, kind="initial", model=None, rescued_message_ids=["x"],
                 )  # fmt: skip
-            store.record_failure("gone", ns, message_count=1, error="e")
-            store.set_calibration("kept", ns, 1.5)
+            plumbing(store).record_failure("gone", ns, message_count=1, error="e")
+            plumbing(store).set_calibration("kept", ns, 1.5)
 
         assert store.delete_thread("gone") == 6
 

@@ -26,6 +26,7 @@ from _store_support import call, preloaded_forkserver
 
 from langgraph_compaction.store import Lease, SummaryStore
 from langgraph_compaction.store.sql.leases import HEARTBEAT
+from langgraph_compaction.store.summary_store import plumbing
 
 TIMEOUT_S = 60
 
@@ -181,12 +182,12 @@ def test_a_killed_holders_lease_is_taken_over_after_lease_ttl(
     holder.join()
     killed_at = time.monotonic()
     with SummaryStore(store_url, lease_ttl=ttl) as store:
-        assert store.acquire_lease("t", "default", "killed") is None  # not expired yet
-        while (lease := store.acquire_lease("t", "default", "killed")) is None:
+        assert plumbing(store).acquire_lease("t", "default", "killed") is None  # not expired yet
+        while (lease := plumbing(store).acquire_lease("t", "default", "killed")) is None:
             assert time.monotonic() - killed_at < ttl + 5, "the dead lease never expired"
             time.sleep(0.05)
         waited = time.monotonic() - killed_at
-        store.release_lease(lease)
+        plumbing(store).release_lease(lease)
     print(f"dead holder's lease taken over {waited:.2f} s after the kill (lease_ttl {ttl} s)")
     assert waited <= ttl + 1.0  # it expires lease_ttl after the last renewal, before the kill
 
@@ -199,10 +200,10 @@ def test_a_live_holder_keeps_its_lease_beyond_lease_ttl(
     holder, taken_at = start_holder(forkserver, store_url, "live", ttl, 2.5)
     with SummaryStore(store_url, lease_ttl=ttl) as store:
         while time.monotonic() - taken_at < 2.0:  # over three times lease_ttl
-            assert store.acquire_lease("t", "default", "live") is None
+            assert plumbing(store).acquire_lease("t", "default", "live") is None
             time.sleep(0.1)
         holder.join(TIMEOUT_S)
         assert holder.exitcode == 0
-        lease = store.acquire_lease("t", "default", "live")  # released: free at once
+        lease = plumbing(store).acquire_lease("t", "default", "live")  # released: free at once
         assert lease is not None
-        store.release_lease(lease)
+        plumbing(store).release_lease(lease)

@@ -37,6 +37,7 @@ from langgraph_compaction.store.schema.migrate import (
     script_directory,
 )
 from langgraph_compaction.store.sql.summaries import metadata
+from langgraph_compaction.store.summary_store import plumbing
 
 FIRST_RELEASE_DDL = {
     "sqlite": """
@@ -191,7 +192,7 @@ def test_a_first_release_store_is_upgraded_on_open_and_keeps_its_rows(store_url:
     with SummaryStore(store_url) as store:
         listed = store.list_summaries("t1", "ns")
         state = store.thread_state("t1", "ns")
-        fifth = store.add_summary(
+        fifth = plumbing(store).add_summary(
             thread_id="t1", namespace="ns", parent_id="id-4", boundary_message_id="m-50",
             covered_messages=50, prefix_hash="h5", summary="Fifth.", summary_tokens=8,
             source_tokens=800, kind="update", model=None, rescued_message_ids=[],
@@ -224,12 +225,12 @@ def test_a_version_2_store_gets_generations_and_leases_and_keeps_its_rows(
     store_url: str,
 ) -> None:
     with SummaryStore(store_url) as store:
-        first = store.add_summary(
+        first = plumbing(store).add_summary(
             thread_id="t", namespace="ns", parent_id=None, boundary_message_id="m-1",
             covered_messages=10, prefix_hash="h1", summary="First.", summary_tokens=3,
             source_tokens=100, kind="initial", model=None, rescued_message_ids=[],
         )  # fmt: skip
-        store.record_failure("t", "ns", message_count=4, error="boom")
+        plumbing(store).record_failure("t", "ns", message_count=4, error="boom")
     with raw_connection(store_url) as conn:
         command.downgrade(alembic_config(conn), "0002")
     assert fetch(store_url, "SELECT value FROM compaction_meta") == [("2",)]
@@ -242,7 +243,7 @@ def test_a_version_2_store_gets_generations_and_leases_and_keeps_its_rows(
         assert store.list_summaries("t", "ns") == [first]
         state = store.thread_state("t", "ns")
         assert (state.consecutive_failures, state.generation) == (1, 0)
-        assert store.acquire_lease("t", "ns", "h2") is not None
+        assert plumbing(store).acquire_lease("t", "ns", "h2") is not None
         store.delete_thread("t", "ns")
         assert store.thread_state("t", "ns").generation == 1
         assert store.check_integrity() == []

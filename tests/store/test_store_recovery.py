@@ -23,7 +23,7 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
-from _store_support import PG_PORT, pg_admin, summary_fields
+from _store_support import PG_PORT, method_of, pg_admin, summary_fields
 from alembic import command as alembic_command
 from alembic.config import Config as AlembicConfig
 from sqlalchemy import Connection, text
@@ -34,6 +34,7 @@ from langgraph_compaction.store.records import NewSummary
 from langgraph_compaction.store.schema import migrate as _migrate
 from langgraph_compaction.store.schema.migrate import HEAD_REVISION
 from langgraph_compaction.store.sql import summaries as _tables
+from langgraph_compaction.store.summary_store import plumbing
 
 # Every test takes conftest's `is_async`: the sync methods, and the async ones (asyncio.run).
 
@@ -41,8 +42,8 @@ from langgraph_compaction.store.sql import summaries as _tables
 def run(store: SummaryStore, is_async: bool, name: str, *args: Any, **kwargs: Any) -> Any:
     """Call ``name`` sync, or its async twin on a fresh event loop (one loop after another)."""
     if not is_async:
-        return getattr(store, name)(*args, **kwargs)
-    return asyncio.run(getattr(store, f"a{name}")(*args, **kwargs))
+        return method_of(store, name)(*args, **kwargs)
+    return asyncio.run(method_of(store, f"a{name}")(*args, **kwargs))
 
 
 def close(store: SummaryStore) -> None:
@@ -234,9 +235,9 @@ def test_a_backend_killed_between_two_calls(pg_url: str, is_async: bool) -> None
     if is_async:
 
         async def two_calls() -> None:
-            await store.aadd_summary(**summary_fields("t", "default", 1))
+            await plumbing(store).aadd_summary(**summary_fields("t", "default", 1))
             assert await asyncio.to_thread(kill_backends, pg_url) >= 1
-            await store.aadd_summary(**summary_fields("t", "default", 2))
+            await plumbing(store).aadd_summary(**summary_fields("t", "default", 2))
             await store.aclose()
 
         asyncio.run(two_calls())

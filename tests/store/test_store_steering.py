@@ -28,6 +28,7 @@ from langgraph_compaction.store import SummaryStore, ThreadControls
 from langgraph_compaction.store.db.engine import derive_urls
 from langgraph_compaction.store.schema.migrate import SCHEMA_VERSION, alembic_config
 from langgraph_compaction.store.sql.summaries import LIVE_SUMMARY, dialect_insert, summaries
+from langgraph_compaction.store.summary_store import plumbing
 
 TIMEOUT_S = 90
 
@@ -126,14 +127,14 @@ async def test_the_control_version_moves_with_every_steering_write(backend: Back
 def test_thread_controls_is_one_statement(tmp_path: Any) -> None:
     store = SummaryStore(f"sqlite:///{tmp_path / 'store.db'}")
     store.request_compaction("seen")
-    store.thread_controls("other", "default")  # opens the control read's own connection
+    plumbing(store).thread_controls("other", "default")  # opens the control read's own connection
     assert store._db._controls is not None
     statements: list[str] = []
     store._db._controls.connection.set_trace_callback(statements.append)
     try:
         for thread in ("seen", "never"):
             statements.clear()
-            store.thread_controls(thread, "default")
+            plumbing(store).thread_controls(thread, "default")
             # PRAGMA data_version (nothing committed since? see _control_reads), then the read
             assert [s.split()[0] for s in statements] == ["PRAGMA", "SELECT"], statements
     finally:
@@ -352,18 +353,18 @@ async def test_a_review_waits_beside_the_summaries_never_as_one(backend: Backend
     b = backend
     (first,) = await _chain(b, 1)
     review = {"thread_id": b.thread, "namespace": b.ns, "prefix_hash": "prefix-2", "model": "m"}
-    assert await b.find_review(b.thread, b.ns, "prefix-2") is None
+    assert await b.find_review_draft(b.thread, b.ns, "prefix-2") is None
     await b.save_review(**review, summary="Черновик для проверки.", kind="update")
     await b.save_review(**review, summary="مسودة ثانية", kind="update")  # replaces the first
-    assert await b.find_review(b.thread, b.ns, "prefix-2") == "مسودة ثانية"
-    assert await b.find_review(b.thread, f"{b.ns}-2", "prefix-2") is None
+    assert (await b.find_review_draft(b.thread, b.ns, "prefix-2")).summary == "مسودة ثانية"
+    assert await b.find_review_draft(b.thread, f"{b.ns}-2", "prefix-2") is None
     assert await b.list_summaries(b.thread, b.ns) == [first]
     assert await b.latest_summaries(b.thread, b.ns) == [first]
     assert await b.find_summary(b.thread, b.ns, "prefix-2") is None
 
     await b.drop_review(b.thread, b.ns, "prefix-2")
     await b.drop_review(b.thread, b.ns, "prefix-2")  # gone already: no error
-    assert await b.find_review(b.thread, b.ns, "prefix-2") is None
+    assert await b.find_review_draft(b.thread, b.ns, "prefix-2") is None
 
 
 async def test_a_review_is_checked_and_refused_after_a_deletion(backend: Backend) -> None:
@@ -380,7 +381,7 @@ async def test_a_review_is_checked_and_refused_after_a_deletion(backend: Backend
     await b.delete_thread(b.thread, b.ns)
     with pytest.raises(ThreadDeletedError, match=r"was deleted after it was read"):
         await b.save_review(**review, summary="Text.", kind="initial", generation=generation)
-    assert await b.find_review(b.thread, b.ns, "p") is None
+    assert await b.find_review_draft(b.thread, b.ns, "p") is None
 
 
 async def test_deleting_a_thread_clears_its_pins_reviews_and_request(backend: Backend) -> None:
@@ -397,17 +398,17 @@ async def test_deleting_a_thread_clears_its_pins_reviews_and_request(backend: Ba
 
     assert await b.delete_thread(b.thread, b.ns) == 1
     assert await b.pinned_messages(b.thread, namespace=b.ns) == frozenset()
-    assert await b.find_review(b.thread, b.ns, "p") is None
+    assert await b.find_review_draft(b.thread, b.ns, "p") is None
     assert await b.take_compaction_request(b.thread, b.ns) is None
     assert not (await b.thread_controls(b.thread, b.ns)).requested
     # The other namespace keeps everything.
     assert await b.pinned_messages(b.thread, namespace=other) == {"m-1"}
-    assert await b.find_review(b.thread, other, "p") == "S."
+    assert (await b.find_review_draft(b.thread, other, "p")).summary == "S."
     assert (await b.thread_controls(b.thread, other)).requested
 
     await b.delete_thread(b.thread)  # every namespace
     assert await b.pinned_messages(b.thread, namespace=other) == frozenset()
-    assert await b.find_review(b.thread, other, "p") is None
+    assert await b.find_review_draft(b.thread, other, "p") is None
     assert await b.take_compaction_request(b.thread, other) is None
 
 
@@ -426,8 +427,8 @@ def _raw(url: str) -> Iterator[Connection]:
 
 def test_the_check_knows_edits_and_revocations(store_url: str) -> None:
     with SummaryStore(store_url) as store:
-        first = store.add_summary(**summary_fields("t", "default", 1))
-        store.add_summary(**summary_fields("t", "default", 2, parent_id=first.id))
+        first = plumbing(store).add_summary(**summary_fields("t", "default", 1))
+        plumbing(store).add_summary(**summary_fields("t", "default", 2, parent_id=first.id))
         store.edit_summary("t", "Edited.")
         store.revoke_summary("t", version=2)
         store.pin_messages("t", ["m"])
@@ -489,15 +490,18 @@ def test_a_version_4_store_is_upgraded_in_place_keeping_its_rows(store_url: str)
         assert all(r.revoked_at is None and r.rescued_message_ids == ("r-1",) for r in rows)
         state = store.thread_state("t", "ns")
         assert (state.consecutive_failures, state.calibration) == (2, 1.25)
-        assert store.thread_controls("t", "ns") == ThreadControls(0, False)
-        assert store.find_summary("t", "ns", "h2") == rows[1]
+        assert plumbing(store).thread_controls("t", "ns") == ThreadControls(0, False)
+        assert plumbing(store).find_summary("t", "ns", "h2") == rows[1]
 
         edited = store.edit_summary("t", "Edited.", namespace="ns")
-        assert store.find_summary("t", "ns", "h2") == edited
+        assert plumbing(store).find_summary("t", "ns", "h2") == edited
         store.revoke_summary("t", namespace="ns", version=2)
-        assert store.add_summary(**summary_fields("t", "ns", 1, prefix_hash="h2")).version == 4
+        assert (
+            plumbing(store).add_summary(**summary_fields("t", "ns", 1, prefix_hash="h2")).version
+            == 4
+        )
         store.pin_messages("t", ["m-1"], namespace="ns")
-        assert store.thread_controls("t", "ns") == ThreadControls(3, False)
+        assert plumbing(store).thread_controls("t", "ns") == ThreadControls(3, False)
         assert store.check_integrity() == []
     with _raw(store_url) as conn:
         assert conn.execute(text("SELECT value FROM compaction_meta")).scalar() == str(
@@ -573,4 +577,4 @@ def test_processes_racing_for_a_request_take_it_exactly_once(
         taken = [got[i][n] for i in range(count) if got[i][n] is not None]
         assert taken == [f"раунд {n}"], (n, got)
     with SummaryStore(store_url) as store:
-        assert store.thread_controls("raced", "default") == ThreadControls(rounds, False)
+        assert plumbing(store).thread_controls("raced", "default") == ThreadControls(rounds, False)

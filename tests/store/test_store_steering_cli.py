@@ -20,6 +20,7 @@ from _store_support import summary_fields
 from langgraph_compaction.store import SummaryStore
 from langgraph_compaction.store.cli.inspect import main as cli
 from langgraph_compaction.store.cli.render import WIDTH
+from langgraph_compaction.store.summary_store import plumbing
 
 
 def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -31,8 +32,10 @@ def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str
 
 def two_versions(url: str, thread: str = "t", namespace: str = "default") -> list[Any]:
     with SummaryStore(url) as store:
-        first = store.add_summary(**summary_fields(thread, namespace, 1))
-        second = store.add_summary(**summary_fields(thread, namespace, 2, parent_id=first.id))
+        first = plumbing(store).add_summary(**summary_fields(thread, namespace, 1))
+        second = plumbing(store).add_summary(
+            **summary_fields(thread, namespace, 2, parent_id=first.id)
+        )
         return [first, second]
 
 
@@ -60,7 +63,7 @@ def test_edit_and_revoke_through_the_command_line(store_url: str, tmp_path: Path
         rows = store.list_summaries("t", "ns")
         assert [r.kind for r in rows] == ["initial", "update", "edited", "edited", "edited"]
         assert rows[3].summary == "يريد المستخدم رحلة من برلين إلى طوكيو.\n"
-        assert store.find_summary("t", "ns", second.prefix_hash) == rows[4]
+        assert plumbing(store).find_summary("t", "ns", second.prefix_hash) == rows[4]
 
     revoked = run("revoke", "--url", store_url, "--thread", "t", "--namespace", "ns",
                   "--version", "2")  # fmt: skip

@@ -31,6 +31,7 @@ from langgraph_compaction.pipeline.state import CompactionInput
 from langgraph_compaction.store.database import database_identity
 from langgraph_compaction.store.db.engine import WRITE_OPTION, build_sync_engine
 from langgraph_compaction.store.db.write_queue import WriteQueue, write_queue
+from langgraph_compaction.store.summary_store import plumbing
 
 WRITERS, WRITES = 6, 15
 
@@ -76,14 +77,16 @@ async def test_sync_and_async_writers_of_one_file_never_meet_in_the_busy_handler
     def sync_writer(n: int) -> None:
         start.wait()
         for i in range(WRITES):
-            threads_store.record_failure(f"sync-{n}", "ns", message_count=i, error="boom")
-            threads_store.set_calibration(f"sync-{n}", "ns", 1.0 + i / 100)
+            plumbing(threads_store).record_failure(f"sync-{n}", "ns", message_count=i, error="boom")
+            plumbing(threads_store).set_calibration(f"sync-{n}", "ns", 1.0 + i / 100)
 
     async def async_writer(n: int) -> None:
         for i in range(WRITES):
-            await tasks_store.arecord_failure(f"async-{n}", "ns", message_count=i, error="boom")
+            await plumbing(tasks_store).arecord_failure(
+                f"async-{n}", "ns", message_count=i, error="boom"
+            )
             fields = summary_fields(f"async-{n}", "ns", i + 1)
-            await tasks_store.aadd_summary(**fields)
+            await plumbing(tasks_store).aadd_summary(**fields)
 
     try:
         await asyncio.gather(
@@ -146,12 +149,16 @@ async def test_stores_on_one_file_share_the_queue_and_other_files_do_not(
     await queue.aacquire(timeout=60)
     try:
         # Another file's writer goes ahead while a.db's lock is held.
-        await asyncio.to_thread(other.record_failure, "t", "ns", message_count=1, error="x")
+        await asyncio.to_thread(
+            plumbing(other).record_failure, "t", "ns", message_count=1, error="x"
+        )
         assert queue.waiting == 0
         # The second store's sync and async writers wait in the first one's queue.
         blocked = asyncio.gather(
-            asyncio.to_thread(second.record_failure, "t", "ns", message_count=1, error="x"),
-            second.arecord_failure("t", "ns", message_count=2, error="x"),
+            asyncio.to_thread(
+                plumbing(second).record_failure, "t", "ns", message_count=1, error="x"
+            ),
+            plumbing(second).arecord_failure("t", "ns", message_count=2, error="x"),
         )
         await _wait_for_waiters(queue, 2)
         assert (await first.athread_state("t", "ns")).consecutive_failures == 0
@@ -201,9 +208,11 @@ async def test_a_writer_waits_in_the_queue_at_most_busy_timeout(
 
     async def write(count: int) -> None:
         if is_async:
-            await store.arecord_failure("t", "ns", message_count=count, error="x")
+            await plumbing(store).arecord_failure("t", "ns", message_count=count, error="x")
         else:
-            await asyncio.to_thread(store.record_failure, "t", "ns", message_count=count, error="x")
+            await asyncio.to_thread(
+                plumbing(store).record_failure, "t", "ns", message_count=count, error="x"
+            )
 
     try:
         with pytest.raises(SummaryStoreError, match=r"write lock .*busy_timeout") as failed:
@@ -328,7 +337,7 @@ def _write_in_child(url: str) -> None:
     """A forked child's write: exit code 0 if it went through."""
     store = SummaryStore(url, busy_timeout=5)
     try:
-        store.record_failure("child", "ns", message_count=1, error="x")
+        plumbing(store).record_failure("child", "ns", message_count=1, error="x")
     except SummaryStoreError:
         os._exit(1)
     os._exit(0)

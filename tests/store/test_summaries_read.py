@@ -16,12 +16,13 @@ import pytest
 from langgraph_compaction import SummaryStore
 from langgraph_compaction.store.records import SummaryRecord
 from langgraph_compaction.store.sql import summaries as summary_sql
+from langgraph_compaction.store.summary_store import plumbing
 
 TEXTS = ("Пользователь просил отчёт", "用户要求一份报告", "طلب المستخدم تقريرا", "report v4")
 
 
 def _add(store: SummaryStore, thread: str, version: int, parent: SummaryRecord | None) -> Any:
-    return store.add_summary(
+    return plumbing(store).add_summary(
         thread_id=thread,
         namespace="default",
         parent_id=None if parent is None else parent.id,

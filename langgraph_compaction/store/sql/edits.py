@@ -50,7 +50,6 @@ __all__ = [
     "drop_review",
     "edit_summary",
     "estimate_edit_tokens",
-    "find_review",
     "find_review_draft",
     "revoke_summary",
     "save_review",
@@ -226,13 +225,6 @@ def _review_key(
         reviews.c.namespace == namespace,
         reviews.c.prefix_hash == prefix_hash,
     )
-
-
-def find_review(conn: Connection, thread_id: str, namespace: str, prefix_hash: str) -> str | None:
-    """The summary waiting for review for this prefix, if any."""
-    stmt = select(reviews.c.summary).where(*_review_key(thread_id, namespace, prefix_hash))
-    found: str | None = conn.scalar(stmt)
-    return found
 
 
 _DRAFT = select(
