@@ -17,7 +17,8 @@ __all__ = ["race_for_requests"]
 def race_for_requests(
     url: str, thread: str, rounds: int, files: bool, barrier: Any, use_async: bool
 ) -> list[str | None]:
-    """Each round: the filing worker files a request, then every worker tries to take it.
+    """Each round: the filing worker files a request, then every worker reads it and tries to
+    consume it.
 
     Returns, per round, the instruction this worker took, or None.
     """
@@ -30,8 +31,11 @@ def race_for_requests(
             if files:
                 await store.arequest_compaction(thread, instruction=f"раунд {n}")
             await asyncio.to_thread(barrier.wait, 60)
-            taken = await plumbing(store).atake_compaction_request(thread, "default")
-            got.append(None if taken is None else taken.instruction)
+            pending = await plumbing(store).apending_request(thread, "default")
+            won = pending is not None and await plumbing(store).aconsume_request(
+                thread, "default", pending
+            )
+            got.append(pending.instruction if pending is not None and won else None)
             await asyncio.to_thread(barrier.wait, 60)
         await store.aclose()
         return got
@@ -45,7 +49,10 @@ def race_for_requests(
             if files:
                 store.request_compaction(thread, instruction=f"раунд {n}")
             barrier.wait(timeout=60)
-            taken = plumbing(store).take_compaction_request(thread, "default")
-            got.append(None if taken is None else taken.instruction)
+            pending = plumbing(store).pending_request(thread, "default")
+            won = pending is not None and plumbing(store).consume_request(
+                thread, "default", pending
+            )
+            got.append(pending.instruction if pending is not None and won else None)
             barrier.wait(timeout=60)
     return got

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction.errors import CompactionConfigError
+from langgraph_compaction.store import CompactionRequest
 
 __all__ = ["CONTROL_KEY", "NO_CONTROL", "RunControl", "join_instructions", "run_control"]
 
@@ -32,13 +33,17 @@ class RunControl:
     force: bool = False
     skip: bool = False
     instruction: str | None = None
+    request: CompactionRequest | None = None
+    """The store's pending request this call serves (it forces it): consumed in the
+    transaction that stores its summary, never before (DESIGN 6.11)."""
 
-    def with_request(self, instruction: str | None) -> RunControl:
-        """This control with a consumed store request merged in."""
+    def with_request(self, request: CompactionRequest) -> RunControl:
+        """This control with a pending store request merged in."""
         return RunControl(
             force=True,
             skip=self.skip,
-            instruction=join_instructions(self.instruction, instruction),
+            instruction=join_instructions(self.instruction, request.instruction),
+            request=request,
         )
 
 

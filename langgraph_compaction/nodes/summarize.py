@@ -18,8 +18,9 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction.errors import SummaryStoreError
 from langgraph_compaction.pipeline.context import Pipeline, Precompact
-from langgraph_compaction.pipeline.effects import Step, find_summary, perform
+from langgraph_compaction.pipeline.effects import Step, consume_request, find_summary, perform
 from langgraph_compaction.pipeline.records import Decision, DecisionInput, Measured, Outcome, Reuse
+from langgraph_compaction.steering.changes import still_asked
 from langgraph_compaction.summary.breaker import (
     BREAKER_OPEN,
     breaker_open,
@@ -48,8 +49,10 @@ def summarize(
         return decision.outcome
     if isinstance(plan, Reuse):
         return Outcome("reused", plan.record)
+    matching = decision.matching
+    unchanged = Outcome("reused", matching) if matching else Outcome("kept", None)
     if plan is None:  # nothing more can be evicted: assemble shortens what it must
-        return Outcome("reused", decision.matching) if decision.matching else Outcome("kept", None)
+        return unchanged
     settings = pipe.settings
     ns, thread_id = settings.namespace, measured.thread_id
     lookup = find_summary(thread_id, ns, plan.prefix_hash)
@@ -65,6 +68,10 @@ def summarize(
         return Outcome("failed", plan.previous, error=BREAKER_OPEN)
 
     def make() -> Step[Outcome | Draft]:
+        if not (yield from still_asked(pipe, measured)):  # another worker answered it first
+            return (
+                Outcome("reused", decision.matching) if decision.matching else Outcome("kept", None)
+            )
         made = yield from draft_summary(pipe, measured, plan)
         if isinstance(made, Failure):
             return (yield from record_failed(pipe, measured, plan, decision.generation, made))
@@ -92,6 +99,11 @@ def summarize_step(
     try:
         review = pipe.settings.config.review
         outcome = yield from summarize(pipe, measured, state["decision"], review=review)
+        request = measured.control.request
+        if request is not None and outcome.action in ("reused", "kept"):  # settled, no summary
+            yield from perform(
+                consume_request(measured.thread_id, pipe.settings.namespace, request)
+            )
     except SummaryStoreError as exc:
         outcome = store_outage(pipe, measured, exc)
     return {"outcome": outcome}

@@ -294,11 +294,19 @@ def thread_controls(thread_id: str, namespace: str) -> StoreCall[ThreadControls]
     )
 
 
-def take_compaction_request(thread_id: str, namespace: str) -> StoreCall[CompactionRequest | None]:
-    """``Plumbing.take_compaction_request``: consume the thread's pending request."""
+def pending_request(thread_id: str, namespace: str) -> StoreCall[CompactionRequest | None]:
+    """The thread's pending compaction request, left pending."""
     return StoreCall(
-        lambda s: plumbing(s).take_compaction_request(thread_id, namespace),
-        lambda s: plumbing(s).atake_compaction_request(thread_id, namespace),
+        lambda s: plumbing(s).pending_request(thread_id, namespace),
+        lambda s: plumbing(s).apending_request(thread_id, namespace),
+    )
+
+
+def consume_request(thread_id: str, namespace: str, request: CompactionRequest) -> StoreCall[bool]:
+    """Consume ``request`` when its call settled without storing a summary."""
+    return StoreCall(
+        lambda s: plumbing(s).consume_request(thread_id, namespace, request),
+        lambda s: plumbing(s).aconsume_request(thread_id, namespace, request),
     )
 
 
@@ -317,11 +325,14 @@ def save_review(**fields: Any) -> StoreCall[None]:
     )
 
 
-def drop_review(thread_id: str, namespace: str, prefix_hash: str) -> StoreCall[None]:
-    """``Plumbing.drop_review``: forget the draft of this prefix (accepted or rejected)."""
+def drop_review(
+    thread_id: str, namespace: str, prefix_hash: str, request: CompactionRequest | None = None
+) -> StoreCall[None]:
+    """Forget the draft of this prefix (accepted or rejected); with ``request``, consume it in
+    the same transaction (a rejection answers the request)."""
     return StoreCall(
-        lambda s: plumbing(s).drop_review(thread_id, namespace, prefix_hash),
-        lambda s: plumbing(s).adrop_review(thread_id, namespace, prefix_hash),
+        lambda s: plumbing(s).drop_review(thread_id, namespace, prefix_hash, request),
+        lambda s: plumbing(s).adrop_review(thread_id, namespace, prefix_hash, request),
     )
 
 

@@ -33,16 +33,16 @@ from langgraph_compaction.pipeline.context import Pipeline
 from langgraph_compaction.pipeline.effects import (
     Step,
     latest_summaries,
+    pending_request,
     perform,
     pinned_messages,
-    take_compaction_request,
     thread_controls,
 )
 from langgraph_compaction.pipeline.records import Measured
 from langgraph_compaction.store import SummaryRecord
 from langgraph_compaction.summary.matching import find_matching_summaries, summary_fits
 
-__all__ = ["CONTROL_PAUSE_S", "FORCED", "steering", "stored_summary"]
+__all__ = ["CONTROL_PAUSE_S", "FORCED", "steering", "still_asked", "stored_summary"]
 
 FORCED = "force"
 """The trigger label of a call compacted because it was asked to (``triggers_fired``)."""
@@ -77,10 +77,10 @@ def steering(
                 pins = yield from perform(pinned_messages(thread_id, namespace))
                 fresh = True
             memory.note_controls(key, current.version, pins)
-        if current.requested:
-            request = yield from perform(take_compaction_request(thread_id, namespace))
-            if request is not None:  # another call or worker may have taken it first
-                control = control.with_request(request.instruction)
+        if current.requested:  # served, not taken: its summary's transaction consumes it
+            request = yield from perform(pending_request(thread_id, namespace))
+            if request is not None:  # another call or worker may have served it since
+                control = control.with_request(request)
     except SummaryStoreError as exc:
         memory.pause_controls(now, CONTROL_PAUSE_S)
         logger.debug("could not read the thread's controls: %s", exc)
@@ -109,3 +109,14 @@ def stored_summary(
     order = reversed(matching) if oldest else iter(matching)
     record = next((r for r in order if summary_fits(pipe, measured, r)), None)
     return None if record is None else (record, record is matching[0])
+
+
+def still_asked(pipe: Pipeline, measured: Measured) -> Step[bool]:
+    """Whether the store request this call serves is still pending, read just before paying
+    for its summary (under the prefix's lease): a worker that served the same request first
+    consumed it, and then this call is no longer forced. True for a call no request forces."""
+    request = measured.control.request
+    if request is None:
+        return True
+    pending = yield from perform(pending_request(measured.thread_id, pipe.settings.namespace))
+    return pending is not None and pending.requested_at == request.requested_at

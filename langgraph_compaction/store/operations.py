@@ -31,24 +31,26 @@ from langgraph_compaction.store.sql import search as search_sql
 from langgraph_compaction.store.sql import summaries as summary_sql
 from langgraph_compaction.store.sql import threads as thread_sql
 from langgraph_compaction.store.sql.controls import check_instruction, check_thread_id, pin_ids
-from langgraph_compaction.store.sql.edits import check_edit, check_version
+from langgraph_compaction.store.sql.edits import Review, check_edit, check_version
 from langgraph_compaction.store.sql.leases import Lease
 
 __all__ = [
     "Operation",
     "acquire_lease",
     "change_pins",
+    "consume_request",
     "drop_review",
     "edit_summary",
     "find_review_draft",
     "insert_summary",
+    "pending_request",
     "record_failure",
     "request_compaction",
     "reset_failures",
     "revoke_summary",
+    "save_review",
     "search_messages",
     "set_calibration",
-    "take_request",
 ]
 
 T = TypeVar("T")
@@ -112,9 +114,10 @@ def insert_summary(
     generation: int | None,
     recall: Sequence[IndexedMessage],
     steered: bool,
+    request: CompactionRequest | None = None,
 ) -> Operation[SummaryRecord]:
-    """Check the generation, insert, then index the recall messages and bump the control
-    version (when asked) in the same transaction."""
+    """Check the generation, insert, then index the recall messages, bump the control
+    version (when asked) and consume the request answered, in the same transaction."""
     batch = indexed_messages(recall)
 
     def on_insert(conn: Connection) -> None:
@@ -125,6 +128,8 @@ def insert_summary(
 
     def insert(conn: Connection) -> SummaryRecord:
         thread_sql.check_generation(conn, new.thread_id, new.namespace, generation)
+        if request is not None:  # consumed whether this insert or a concurrent one stores it
+            control_sql.consume_request(conn, new.thread_id, new.namespace, request)
         if not batch and not steered:
             return summary_sql.insert_summary(conn, new, retention)
         return summary_sql.insert_summary(conn, new, retention, on_insert)
@@ -159,8 +164,26 @@ def set_calibration(
     return lambda conn: thread_sql.set_calibration(conn, thread_id, namespace, ratio, generation)
 
 
-def take_request(thread_id: str, namespace: str) -> Operation[CompactionRequest | None]:
-    return lambda conn: control_sql.take_request(conn, thread_id, namespace)
+def pending_request(thread_id: str, namespace: str) -> Operation[CompactionRequest | None]:
+    return lambda conn: control_sql.pending_request(conn, thread_id, namespace)
+
+
+def consume_request(thread_id: str, namespace: str, request: CompactionRequest) -> Operation[bool]:
+    return lambda conn: control_sql.consume_request(conn, thread_id, namespace, request)
+
+
+def save_review(
+    review: Review, generation: int | None, hold_request: bool, instruction: str | None
+) -> Operation[None]:
+    """Save the draft, and for a call forced by its config file a request in the same
+    transaction so that its resumed run finds the draft."""
+
+    def save(conn: Connection) -> None:
+        edit_sql.save_review(conn, review, generation)
+        if hold_request:
+            control_sql.hold_request(conn, review.thread_id, review.namespace, instruction)
+
+    return save
 
 
 def find_review_draft(
@@ -169,5 +192,14 @@ def find_review_draft(
     return lambda conn: edit_sql.find_review_draft(conn, thread_id, namespace, prefix_hash)
 
 
-def drop_review(thread_id: str, namespace: str, prefix_hash: str) -> Operation[None]:
-    return lambda conn: edit_sql.drop_review(conn, thread_id, namespace, prefix_hash)
+def drop_review(
+    thread_id: str, namespace: str, prefix_hash: str, request: CompactionRequest | None
+) -> Operation[None]:
+    """Drop the draft; consume the request it answered in the same transaction."""
+
+    def drop(conn: Connection) -> None:
+        edit_sql.drop_review(conn, thread_id, namespace, prefix_hash)
+        if request is not None:
+            control_sql.consume_request(conn, thread_id, namespace, request)
+
+    return drop

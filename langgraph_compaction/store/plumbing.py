@@ -1,10 +1,10 @@
 """The store calls only the pipeline makes: not part of the API.
 
 Writing summaries, the leases, the circuit breaker's failure counts, calibration, the control
-version, taking a request, the review drafts. Each SummaryStore holds one ``Plumbing`` on its
-own ``Database`` and hands it out through ``summary_store.plumbing(store)``; a person or an
-agent's code uses the methods of ``SummaryStore`` instead. Every call is one function of the
-``sql`` modules over a sync connection, run by ``Database`` sync or async.
+version (the requests and review drafts: ``requests_and_drafts``). Each SummaryStore holds
+one ``Plumbing`` on its own ``Database`` and hands it out through ``summary_store.plumbing``;
+a person or an agent's code uses the methods of ``SummaryStore`` instead. Every call is one
+function of the ``sql`` modules over a sync connection, run by ``Database`` sync or async.
 """
 
 from __future__ import annotations
@@ -17,18 +17,16 @@ from langgraph_compaction.store.records import (
     CompactionRequest,
     IndexedMessage,
     NewSummary,
-    ReviewDraft,
     SummaryKind,
     SummaryRecord,
     ThreadControls,
     ThreadState,
     message_ids,
 )
-from langgraph_compaction.store.sql import edits as edit_sql
+from langgraph_compaction.store.requests_and_drafts import RequestsAndDrafts
 from langgraph_compaction.store.sql import leases as lease_sql
 from langgraph_compaction.store.sql import summaries as summary_sql
 from langgraph_compaction.store.sql import threads as thread_sql
-from langgraph_compaction.store.sql.edits import Review
 from langgraph_compaction.store.sql.leases import HEARTBEAT, Lease
 
 __all__ = ["Plumbing"]
@@ -39,8 +37,9 @@ _ADD_ATTEMPTS = 5
 _UNSTEERED = ThreadControls(0, False)
 
 
-class Plumbing:
-    """One store's pipeline calls, each with its async twin."""
+class Plumbing(RequestsAndDrafts):
+    """One store's pipeline calls, each with its async twin (requests and review drafts
+    in :class:`RequestsAndDrafts`)."""
 
     def __init__(self, db: Database, *, retention: int | None, lease_ttl: float) -> None:
         self._db = db
@@ -93,6 +92,7 @@ class Plumbing:
         generation: int | None = None,
         recall_messages: Sequence[IndexedMessage] = (),
         steered: bool = False,
+        request: CompactionRequest | None = None,
         input_tokens: int | None = None,
         output_tokens: int | None = None,
         cache_read_tokens: int | None = None,
@@ -108,6 +108,8 @@ class Plumbing:
         ``steered``: the summary was asked for (a forced call, a request) and made under the
         triggers, where calls do not otherwise look in the store; storing it bumps the
         thread's control version, so that every process serving the thread looks it up.
+        ``request``: the compaction request this summary answers, consumed in the same
+        transaction (unless another instruction joined it since).
         ``input_tokens``, ``output_tokens``, ``cache_read_tokens``: what the summary call(s)
         cost as the model reported them (the sum over several calls); None, stored as NULL,
         when it reported nothing: never pass 0 for "not reported".
@@ -138,7 +140,7 @@ class Plumbing:
             output_tokens=output_tokens,
             cache_read_tokens=cache_read_tokens,
         )
-        op = ops.insert_summary(new, self._retention, generation, recall_messages, steered)
+        op = ops.insert_summary(new, self._retention, generation, recall_messages, steered, request)
         return self._db.run(op, write=True, attempts=_ADD_ATTEMPTS)
 
     async def aadd_summary(
@@ -159,6 +161,7 @@ class Plumbing:
         generation: int | None = None,
         recall_messages: Sequence[IndexedMessage] = (),
         steered: bool = False,
+        request: CompactionRequest | None = None,
         input_tokens: int | None = None,
         output_tokens: int | None = None,
         cache_read_tokens: int | None = None,
@@ -181,7 +184,7 @@ class Plumbing:
             output_tokens=output_tokens,
             cache_read_tokens=cache_read_tokens,
         )
-        op = ops.insert_summary(new, self._retention, generation, recall_messages, steered)
+        op = ops.insert_summary(new, self._retention, generation, recall_messages, steered, request)
         return await self._db.arun(op, write=True, attempts=_ADD_ATTEMPTS)
 
     def deletion_epoch(self, thread_id: str, namespace: str) -> int:
@@ -306,85 +309,3 @@ class Plumbing:
         if self._db.not_created():
             return _UNSTEERED
         return await self._db.aread_controls(thread_id, namespace)
-
-    def take_compaction_request(self, thread_id: str, namespace: str) -> CompactionRequest | None:
-        """Consume the thread's pending request: exactly one caller gets it, whatever the
-        processes racing for it; None when none is pending."""
-        return self._db.run(ops.take_request(thread_id, namespace), write=True)
-
-    async def atake_compaction_request(
-        self, thread_id: str, namespace: str
-    ) -> CompactionRequest | None:
-        """Async :meth:`take_compaction_request`."""
-        return await self._db.arun(ops.take_request(thread_id, namespace), write=True)
-
-    # -- review drafts -----------------------------------------------------------------------
-
-    def save_review(
-        self,
-        *,
-        thread_id: str,
-        namespace: str,
-        prefix_hash: str,
-        summary: str,
-        kind: SummaryKind,
-        model: str | None,
-        generation: int | None = None,
-        input_tokens: int | None = None,
-        output_tokens: int | None = None,
-        cache_read_tokens: int | None = None,
-    ) -> None:
-        """Keep a new summary for a person to review (replacing one of the same prefix).
-
-        A review is not a summary: no summary method returns it. ``input_tokens``,
-        ``output_tokens``, ``cache_read_tokens``: what the draft's summary call(s) cost
-        (None: not reported), given back by :meth:`find_review_draft` so that the summary
-        stored on acceptance carries them.
-
-        Raises:
-            ValueError: the summary blank, the kind unknown, the prefix hash empty or a usage
-                count negative.
-            ThreadDeletedError: ``generation`` given and the thread deleted since.
-        """
-        usage = (input_tokens, output_tokens, cache_read_tokens)
-        review = Review(thread_id, namespace, prefix_hash, summary, kind, model, *usage)
-        self._db.run(lambda c: edit_sql.save_review(c, review, generation), write=True)
-
-    async def asave_review(
-        self,
-        *,
-        thread_id: str,
-        namespace: str,
-        prefix_hash: str,
-        summary: str,
-        kind: SummaryKind,
-        model: str | None,
-        generation: int | None = None,
-        input_tokens: int | None = None,
-        output_tokens: int | None = None,
-        cache_read_tokens: int | None = None,
-    ) -> None:
-        """Async :meth:`save_review`."""
-        usage = (input_tokens, output_tokens, cache_read_tokens)
-        review = Review(thread_id, namespace, prefix_hash, summary, kind, model, *usage)
-        await self._db.arun(lambda c: edit_sql.save_review(c, review, generation), write=True)
-
-    def find_review_draft(
-        self, thread_id: str, namespace: str, prefix_hash: str
-    ) -> ReviewDraft | None:
-        """The draft waiting for review for this prefix, with its model and usage, or None."""
-        return self._db.run(ops.find_review_draft(thread_id, namespace, prefix_hash))
-
-    async def afind_review_draft(
-        self, thread_id: str, namespace: str, prefix_hash: str
-    ) -> ReviewDraft | None:
-        """Async :meth:`find_review_draft`."""
-        return await self._db.arun(ops.find_review_draft(thread_id, namespace, prefix_hash))
-
-    def drop_review(self, thread_id: str, namespace: str, prefix_hash: str) -> None:
-        """Forget the review of this prefix; nothing happens when there is none."""
-        self._db.run(ops.drop_review(thread_id, namespace, prefix_hash), write=True)
-
-    async def adrop_review(self, thread_id: str, namespace: str, prefix_hash: str) -> None:
-        """Async :meth:`drop_review`."""
-        await self._db.arun(ops.drop_review(thread_id, namespace, prefix_hash), write=True)

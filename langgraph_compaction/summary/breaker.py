@@ -35,7 +35,11 @@ def breaker_open(state: ThreadState | None, message_count: int, config: Compacti
 
 
 def emit_failed(pipe: Pipeline, measured: Measured, error: str, **extra: object) -> None:
-    """The ``context_compaction_failed`` event of this call."""
+    """The ``context_compaction_failed`` event of this call; a store request it served stays
+    pending for the next call, and the event says so (``request``)."""
+    request = measured.control.request
+    if request is not None:
+        extra = {"request": {"pending": True, "instruction": request.instruction}, **extra}
     emit(
         {
             "type": "context_compaction_failed",

@@ -220,6 +220,8 @@ def save_draft(
                 kind=kind_of(plan),
                 model=made.model,
                 generation=decision.generation,
+                hold_request=_holds_request(measured),
+                request_instruction=measured.control.instruction,
                 **usage_columns(made.usage),
             )
         )
@@ -227,6 +229,14 @@ def save_draft(
         return Outcome("failed", None, calls=made.calls, error=DELETED, usage=made.usage)
     remember_draft(draft_key(pipe, measured, plan), made)
     return made
+
+
+def _holds_request(measured: Measured) -> bool:
+    """A call forced by its run's config (no store request) files one with the draft, with
+    its instruction, so the resumed run is forced too and finds the draft whatever config it
+    is given; a store request stays pending as it is."""
+    control = measured.control
+    return control.force and control.request is None
 
 
 def reviewed(
@@ -237,8 +247,8 @@ def reviewed(
     version = yield from perform(next_version(thread_id, ns))
     answer = ask_review(thread_id, version, draft.text)  # raises GraphInterrupt the first time
     key = draft_key(pipe, measured, plan)
-    if answer.action == "reject":
-        yield from perform(drop_review(thread_id, ns, plan.prefix_hash))
+    if answer.action == "reject":  # answered: a request for it is consumed with the draft
+        yield from perform(drop_review(thread_id, ns, plan.prefix_hash, measured.control.request))
         forget_draft(key)
         emit_failed(pipe, measured, REJECTED, cause="review")
         return Outcome(

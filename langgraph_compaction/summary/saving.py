@@ -69,6 +69,7 @@ def store_summary(
                 generation=generation,
                 recall_messages=_recalled(measured, plan) if config.recall.enabled else (),
                 steered=measured.control.force,
+                request=measured.control.request,  # consumed in the same transaction
                 **usage_columns(made.usage),
             )
         )

@@ -36,7 +36,9 @@ def test_changes_from_any_process_reach_the_next_read(store_url: str) -> None:
         assert plumbing(reader).thread_controls(thread, "default") == ThreadControls(0, False)
         writer.request_compaction(thread)  # another connection of this process
         assert plumbing(reader).thread_controls(thread, "default") == ThreadControls(1, True)
-        assert plumbing(writer).take_compaction_request(thread, "default") is not None
+        pending = plumbing(writer).pending_request(thread, "default")
+        assert pending is not None
+        assert plumbing(writer).consume_request(thread, "default", pending)
         assert plumbing(reader).thread_controls(thread, "default") == ThreadControls(1, False)
         _request_from_another_process(store_url, thread)
         assert plumbing(reader).thread_controls(thread, "default") == ThreadControls(2, True)

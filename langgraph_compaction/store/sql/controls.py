@@ -33,12 +33,14 @@ __all__ = [
     "bump_controls",
     "check_instruction",
     "check_thread_id",
+    "consume_request",
     "controls_from_row",
+    "hold_request",
+    "pending_request",
     "pin_ids",
     "pin_messages",
     "pinned_messages",
     "request_compaction",
-    "take_request",
     "thread_controls",
     "unpin_messages",
 ]
@@ -153,25 +155,50 @@ def request_compaction(
     )
 
 
-def take_request(conn: Connection, thread_id: str, namespace: str) -> CompactionRequest | None:
-    """Consume the pending request, if any: the caller's write transaction and the thread's
-    lock make it exactly once across processes."""
-    lock_thread(conn, thread_id)
+def pending_request(conn: Connection, thread_id: str, namespace: str) -> CompactionRequest | None:
+    """The thread's pending request, left pending: it is consumed with what it asked for."""
     where = (
         threads.c.thread_id == thread_id,
         threads.c.namespace == namespace,
         threads.c.requested_at.is_not(None),
     )
-    stmt = select(threads.c.requested_at, threads.c.request_instruction).where(*where)
-    row = conn.execute(stmt.with_for_update()).first()
-    if row is None:
+    row = conn.execute(select(threads.c.requested_at, threads.c.request_instruction).where(*where))
+    found = row.first()
+    if found is None:
         return None
-    taken = conn.execute(
+    return CompactionRequest(instruction=found.request_instruction, requested_at=found.requested_at)
+
+
+def consume_request(
+    conn: Connection, thread_id: str, namespace: str, request: CompactionRequest
+) -> bool:
+    """Clear the thread's request if it is still ``request``, in the caller's write
+    transaction (the one that stores its summary, or answers its review).
+
+    A request joined since (another instruction) is a new one: it stays for the next call.
+    """
+    lock_thread(conn, thread_id)
+    instruction = threads.c.request_instruction
+    where = (
+        threads.c.thread_id == thread_id,
+        threads.c.namespace == namespace,
+        threads.c.requested_at == request.requested_at,
+        instruction.is_(None)
+        if request.instruction is None
+        else instruction == request.instruction,
+    )
+    cleared = conn.execute(
         update(threads).where(*where).values(requested_at=None, request_instruction=None)
     )
-    if taken.rowcount != 1:  # unreachable under the lock; never hand out a request twice
-        return None
-    return CompactionRequest(instruction=row.request_instruction, requested_at=row.requested_at)
+    return cleared.rowcount == 1
+
+
+def hold_request(conn: Connection, thread_id: str, namespace: str, instruction: str | None) -> None:
+    """Keep a forced call's pending review findable: file a request with the call's
+    instruction unless one is pending already (the resumed run, forced by it, finds the draft)."""
+    lock_thread(conn, thread_id)
+    if pending_request(conn, thread_id, namespace) is None:
+        request_compaction(conn, thread_id, namespace, instruction)
 
 
 def pin_messages(conn: Connection, thread_id: str, namespace: str, ids: tuple[str, ...]) -> None:
