@@ -47,7 +47,12 @@ CONFIG: dict[str, Any] = {
 THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 UNDER, OVER = chat(3), chat(20)
 """Under the trigger (passed through as is) and over it (the store is needed)."""
-TABLES = ["compaction_threads", "compaction_summaries"]
+LOCKED = pytest.mark.parametrize(
+    ("table", "messages"),
+    [("compaction_threads", UNDER), ("compaction_threads", OVER), ("compaction_summaries", OVER)],
+    ids=["threads-under-trigger", "threads-over-trigger", "summaries-over-trigger"],
+)
+"""A locked table and a call that reads it (a call under the trigger reads no summary)."""
 
 
 class TableLock:
@@ -135,6 +140,7 @@ def _assert_went_ahead(
     """The call made its model input: as is under the trigger, the outage fallback over it."""
     values, events = run
     output, report = values["llm_input_messages"], values["compaction"]
+    assert isinstance(report, CompactionReport)
     assert output[-1] == messages[-1]
     if messages is UNDER:
         assert output == messages
@@ -147,8 +153,7 @@ def _assert_went_ahead(
     return report
 
 
-@pytest.mark.parametrize("table", TABLES)
-@pytest.mark.parametrize("messages", [UNDER, OVER], ids=["under-trigger", "over-trigger"])
+@LOCKED
 def test_a_locked_table_holds_a_call_no_longer_than_busy_timeout(
     pg_url: str, table: str, messages: list[BaseMessage]
 ) -> None:
@@ -166,8 +171,7 @@ def test_a_locked_table_holds_a_call_no_longer_than_busy_timeout(
         store.close()
 
 
-@pytest.mark.parametrize("table", TABLES)
-@pytest.mark.parametrize("messages", [UNDER, OVER], ids=["under-trigger", "over-trigger"])
+@LOCKED
 async def test_a_locked_table_holds_an_async_call_no_longer_than_busy_timeout(
     pg_url: str, table: str, messages: list[BaseMessage]
 ) -> None:
@@ -264,16 +268,18 @@ def test_the_control_readers_lock_is_taken_with_a_bound(pg_url: str) -> None:
 def test_a_migration_waiting_for_another_sessions_schema_lock_gives_up(pg_url: str) -> None:
     """A store that must migrate while another process migrates (holds the schema's advisory
     lock) fails the call after busy_timeout, and migrates on a later call."""
-    with psycopg.connect(pg_url) as other:
-        other.execute("SELECT pg_advisory_xact_lock(7261300, 0)")  # locks.lock_schema's key
-        store = SummaryStore(pg_url, busy_timeout=1)
+    store = SummaryStore(pg_url, busy_timeout=1)
+    other = psycopg.connect(pg_url)
+    try:
         try:
+            other.execute("SELECT pg_advisory_xact_lock(7261300, 0)")  # lock_schema's key
             with pytest.raises(SummaryStoreError, match="lock_timeout"):
                 within(_BOUND, lambda: store.thread_controls("t", "default"))
-            other.rollback()
-            assert not store.thread_controls("t", "default").requested
         finally:
-            store.close()
+            other.close()  # its transaction ends, the lock with it
+        assert not store.thread_controls("t", "default").requested
+    finally:
+        store.close()
 
 
 def test_a_migration_may_run_longer_than_busy_timeout(pg_url: str) -> None:
