@@ -18,7 +18,6 @@ cause chained.
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import weakref
 from collections.abc import AsyncGenerator, Callable, Iterator
@@ -29,10 +28,8 @@ from contextlib import (
     nullcontext,
 )
 from typing import Any, TypeVar
-from uuid import uuid4
 
 from sqlalchemy import Connection, Engine
-from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -40,15 +37,19 @@ from langgraph_compaction.errors import SummaryStoreError
 from langgraph_compaction.store.db.control_reader import ControlReader
 from langgraph_compaction.store.db.engine import (
     WRITE_OPTION,
+    allow_long_migration,
     build_async_engine,
     build_sync_engine,
+    database_identity,
     derive_urls,
     describe_error,
     dispose_at_loop_shutdown,
     dispose_from_other_loop,
     is_memory,
     mask_url,
+    timed_out,
 )
+from langgraph_compaction.store.db.locks import AsyncBoundedLock, BoundedLock
 from langgraph_compaction.store.db.reopen import FileId, file_id, schema_missing, sqlite_path
 from langgraph_compaction.store.db.write_queue import WriteQueue, write_queue
 from langgraph_compaction.store.records import SummaryRecord, ThreadControls, record_from_row
@@ -61,24 +62,10 @@ from langgraph_compaction.store.schema.migrate import (
 from langgraph_compaction.store.sql import controls as control_sql
 from langgraph_compaction.store.sql import summaries as summary_sql
 
-__all__ = ["Database", "database_identity"]
+__all__ = ["Database"]
 
 T = TypeVar("T")
-
-
-def database_identity(url: URL) -> str:
-    """What two stores on the same database share: the absolute SQLite path, or the URL.
-
-    An in-memory database is private to its store, so it gets an identity of its own.
-    """
-    if is_memory(url):
-        return f"memory:{uuid4().hex}"
-    if url.get_backend_name() == "sqlite":
-        path = url.database or ""
-        if not os.path.isabs(path):
-            path = os.path.join(os.getcwd(), path)
-        return f"sqlite:{os.path.normpath(path)}"
-    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+_MEMORY = "the in-memory database"
 
 
 class Database:
@@ -89,11 +76,13 @@ class Database:
         self.busy_timeout = busy_timeout
         self.sync_url, self.async_url = derive_urls(url)
         self.identity = database_identity(self.sync_url)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # swaps engines; never held around I/O
+        self._build = BoundedLock(busy_timeout, "the engine's build (its schema migration)")
+        self._migration = BoundedLock(busy_timeout, "the process's migration", MIGRATION_LOCK)
         # A shared :memory: connection cannot run two transactions at once.
         self.memory = is_memory(self.sync_url)
         self._serial: AbstractContextManager[Any] = (
-            threading.Lock() if self.memory else nullcontext()
+            BoundedLock(busy_timeout, _MEMORY) if self.memory else nullcontext()
         )
         # Writers of one process to one file take turns here, not in SQLite's busy handler.
         sqlite_file = not self.memory and self.sync_url.get_backend_name() == "sqlite"
@@ -103,7 +92,7 @@ class Database:
         self._aloop: weakref.ref[asyncio.AbstractEventLoop] | None = None
         self._acloser: AsyncGenerator[None, None] | None = None
         """Keeps the loop-shutdown hook of the current async engine alive."""
-        self._aserial: asyncio.Lock | None = None
+        self._aserial: AsyncBoundedLock | None = None
         self._aschema_ready = False
         self._file = sqlite_path(self.sync_url)
         self._engine_file: FileId | None = None
@@ -140,7 +129,7 @@ class Database:
         """The sync engine, with the schema created or migrated on its first build."""
         if self._engine is not None:  # the common case, without taking the lock
             return self._engine
-        with self._lock:
+        with self._build:  # a migration may take long: other threads wait busy_timeout at most
             if self._engine is None:
                 engine = build_sync_engine(self.sync_url, busy_timeout=self.busy_timeout)
                 try:
@@ -148,7 +137,8 @@ class Database:
                         if not schema_is_current(conn):
                             conn.rollback()  # end the read; migrate under the write lock
                             conn.execution_options(**{WRITE_OPTION: True})
-                            with MIGRATION_LOCK, self._write_turn(True), conn.begin():
+                            with self._migration, self._write_turn(True), conn.begin():
+                                allow_long_migration(conn)
                                 ensure_schema(conn)
                 except BaseException:
                     engine.dispose()  # nothing half-made is kept: the next call starts over
@@ -231,8 +221,8 @@ class Database:
         if reader is not None:
             try:
                 return control_sql.controls_from_row(reader.read(thread_id, namespace))
-            except Exception:
-                pass  # the engine's path below says what failed
+            except Exception as exc:  # the engine's path below says what failed, except
+                self._raise_timeout(exc)  # after a timeout: once is as long as a call waits
         return self.run(lambda c: control_sql.thread_controls(c, thread_id, namespace))
 
     async def aread_controls(self, thread_id: str, namespace: str) -> ThreadControls:
@@ -250,8 +240,8 @@ class Database:
         if reader is not None:
             try:
                 rows = reader.read_rows("latest", thread_id, namespace, limit)
-            except Exception:
-                pass  # the engine's path below says what failed
+            except Exception as exc:
+                self._raise_timeout(exc)
             else:
                 return [record_from_row(row) for row in rows]
         return self.run(lambda c: summary_sql.latest_summaries(c, thread_id, namespace, limit))
@@ -265,6 +255,11 @@ class Database:
                 lambda c: summary_sql.latest_summaries(c, thread_id, namespace, limit)
             )
         return await asyncio.to_thread(self.latest_summaries, thread_id, namespace, limit)
+
+    def _raise_timeout(self, exc: Exception) -> None:  # not waiting twice on the engine
+        if timed_out(exc):
+            with self.errors():
+                raise exc
 
     def _reader(self) -> ControlReader | None:
         """The control reader of the current engine; None for a database in memory."""
@@ -282,7 +277,10 @@ class Database:
             stale, reader = self._controls, self._controls
             if reader is None or reader.engine is not engine:
                 reader = self._controls = ControlReader(
-                    engine, control_sql.CONTROLS, {"latest": summary_sql.NEWEST_FIRST}
+                    engine,
+                    control_sql.CONTROLS,
+                    {"latest": summary_sql.NEWEST_FIRST},
+                    busy_timeout=self.busy_timeout,
                 )
         if stale is not None and stale is not reader:
             stale.close()
@@ -310,7 +308,9 @@ class Database:
                 if engine is None:  # no other task of this loop installed one meanwhile
                     stale, self._aengine, engine = self._aengine, built, built
                     self._aloop, self._aschema_ready = weakref.ref(loop), False
-                    self._aserial = asyncio.Lock() if self.memory else None
+                    self._aserial = (
+                        AsyncBoundedLock(self.busy_timeout, _MEMORY) if self.memory else None
+                    )
             if engine is not built:
                 await built.dispose()
             else:

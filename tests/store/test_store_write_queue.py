@@ -28,8 +28,7 @@ from sqlalchemy.engine import make_url
 from langgraph_compaction import SummaryStore, create_compaction_graph
 from langgraph_compaction.errors import SummaryStoreError
 from langgraph_compaction.pipeline.state import CompactionInput
-from langgraph_compaction.store.database import database_identity
-from langgraph_compaction.store.db.engine import WRITE_OPTION, build_sync_engine
+from langgraph_compaction.store.db.engine import WRITE_OPTION, build_sync_engine, database_identity
 from langgraph_compaction.store.db.write_queue import WriteQueue, write_queue
 from langgraph_compaction.store.summary_store import plumbing
 

@@ -21,12 +21,15 @@ columns' result processors (a timestamp's text becomes a datetime) as the engine
 Any failure closes the connection and gives the caller the error to fall back on (the
 engine's path, which knows how to report it and to reopen a database that went away). The
 async path runs the same read in a worker thread (``Database.aread_controls``).
+
+A read waits for the lock at most ``busy_timeout`` (then SummaryStoreError): a statement that
+hangs under it (another session holding a table, past the session's own timeouts) holds up
+the other calls of the process no longer than that (DESIGN 6.9).
 """
 
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
@@ -34,6 +37,8 @@ from typing import Any
 
 from sqlalchemy import Engine
 from sqlalchemy.sql import Select
+
+from langgraph_compaction.store.db.locks import BoundedLock
 
 __all__ = ["ControlReader"]
 
@@ -81,13 +86,20 @@ class ControlReader:
     other connection commits."""
 
     def __init__(
-        self, engine: Engine, statement: Select[Any], rows: Mapping[str, Select[Any]] = {}
+        self,
+        engine: Engine,
+        statement: Select[Any],
+        rows: Mapping[str, Select[Any]] = {},
+        *,
+        busy_timeout: float,
     ) -> None:
         self.engine = engine
         self._control = _Statement.compile(engine, statement)
         self._statements = {name: _Statement.compile(engine, s) for name, s in rows.items()}
         self._sqlite = engine.dialect.name == "sqlite"
-        self._lock = threading.Lock()
+        self._lock = BoundedLock(busy_timeout, "the control reader's connection")
+        self._close_soon = False
+        """Set by a :meth:`close` that could not wait for the read in flight."""
         self._proxy: Any = None
         self._cursor: Any = None
         self._pid = 0
@@ -103,6 +115,7 @@ class ControlReader:
         """The statement's one row for these parameters.
 
         Raises:
+            SummaryStoreError: another read held the connection for over ``busy_timeout``.
             Exception: whatever the driver raised; the connection is closed, and the next
                 read opens another.
         """
@@ -156,6 +169,10 @@ class ControlReader:
             except BaseException:
                 self._close()
                 raise
+            finally:
+                if self._close_soon:
+                    self._close_soon = False
+                    self._close()
 
     def _open(self) -> Any:
         if self._cursor is not None and self._pid == os.getpid():
@@ -178,6 +195,12 @@ class ControlReader:
                 proxy.close()
 
     def close(self) -> None:
-        """Close the connection (a later read opens another)."""
-        with self._lock:
+        """Close the connection (a later read opens another); if a read holds it past
+        ``busy_timeout``, that read closes it when it ends."""
+        if not self._lock.acquire():
+            self._close_soon = True
+            return
+        try:
             self._close()
+        finally:
+            self._lock.release()

@@ -6,21 +6,31 @@ lock up front (``BEGIN IMMEDIATE``): concurrent writers then wait their turn ins
 failing. This is the "Serializable isolation / Savepoints / Transactional DDL" recipe of
 SQLAlchemy's SQLite docs. Writers of one process queue in ``_writers`` before BEGIN, so the
 busy timeout is only spent waiting for other processes.
+
+PostgreSQL sessions are bounded by the same ``busy_timeout`` (DESIGN 6.9): ``lock_timeout`` and
+``statement_timeout`` in every connection's startup packet, TCP keepalives and a user timeout
+for a connection whose server vanished, and a pool checkout that gives up as well. A hung
+statement then ends as an error the pipeline treats as an outage, not a call held for as long
+as another session keeps a table locked. A migration lifts ``statement_timeout`` for its own
+transaction (:func:`allow_long_migration`).
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
 import time
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
+from uuid import uuid4
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DataError, DBAPIError, IntegrityError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-from sqlalchemy.pool import AsyncAdaptedQueuePool, QueuePool, StaticPool
+from sqlalchemy.pool import AsyncAdaptedQueuePool, Pool, QueuePool, StaticPool
 
 from langgraph_compaction.errors import SummaryStoreError
 from langgraph_compaction.store.db.storable_text import guard_engine
@@ -28,14 +38,17 @@ from langgraph_compaction.store.db.storable_text import guard_engine
 __all__ = [
     "BUSY_TIMEOUT_S",
     "WRITE_OPTION",
+    "allow_long_migration",
     "build_async_engine",
     "build_sync_engine",
+    "database_identity",
     "derive_urls",
     "describe_error",
     "dispose_at_loop_shutdown",
     "dispose_from_other_loop",
     "is_memory",
     "mask_url",
+    "timed_out",
 ]
 
 BUSY_TIMEOUT_S = 30
@@ -43,6 +56,12 @@ BUSY_TIMEOUT_S = 30
 
 WRITE_OPTION = "compaction_write"
 """Connection execution option marking a write transaction (SQLite: BEGIN IMMEDIATE)."""
+
+_KEEPALIVE_PROBES = 3
+"""Unanswered keepalive probes after which the kernel drops a PostgreSQL connection."""
+
+_TIMEOUTS = {"55P03": "lock_timeout", "57014": "statement_timeout"}
+"""PostgreSQL's SQLSTATEs for a statement cancelled by a timeout, and the setting's name."""
 
 
 def mask_url(url: str) -> str:
@@ -86,6 +105,21 @@ def is_memory(url: URL) -> bool:
     if url.get_backend_name() != "sqlite":
         return False
     return url.database in (None, "", ":memory:") or url.query.get("mode") == "memory"
+
+
+def database_identity(url: URL) -> str:
+    """What two stores on the same database share: the absolute SQLite path, or the URL.
+
+    An in-memory database is private to its store, so it gets an identity of its own.
+    """
+    if is_memory(url):
+        return f"memory:{uuid4().hex}"
+    if url.get_backend_name() == "sqlite":
+        path = url.database or ""
+        if not os.path.isabs(path):
+            path = os.path.join(os.getcwd(), path)
+        return f"sqlite:{os.path.normpath(path)}"
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 def _sqlite_on_connect(wal: bool, busy_timeout: float) -> Callable[[Any, Any], None]:
@@ -143,11 +177,61 @@ def _install_sqlite_hooks(engine: Engine, url: URL, *, wal: bool, busy_timeout: 
     event.listen(engine, "begin", _sqlite_on_begin)
 
 
+def _libpq_version() -> int:
+    try:
+        from psycopg import pq
+    except ImportError:  # create_engine reports the missing driver
+        return 0
+    return int(pq.version())
+
+
 def _pg_connect_args(url: URL, busy_timeout: float) -> dict[str, Any]:
-    # Without a connect timeout an unreachable host hangs the call for minutes.
-    if "connect_timeout" in url.query:
-        return {}
-    return {"connect_timeout": max(1, math.ceil(busy_timeout))}
+    """Connect args that bound every wait of a PostgreSQL session by ``busy_timeout``.
+
+    Without a connect timeout an unreachable host hangs the call for minutes; without
+    ``lock_timeout`` and ``statement_timeout`` a statement waits as long as another session
+    holds its table; without keepalives (and ``tcp_user_timeout``, libpq 12 and later) a
+    connection whose server vanished waits for its answer forever. All go to libpq at connect
+    time, the settings in the startup packet (``options``), so every connection of a pool has
+    them, the control reader's too. What the URL sets itself wins.
+    """
+    seconds, millis = max(1, math.ceil(busy_timeout)), max(1, math.ceil(busy_timeout * 1000))
+    args: dict[str, Any] = {
+        "connect_timeout": seconds,
+        "keepalives": 1,
+        # first probe after half the timeout, then three more: dead within about busy_timeout
+        "keepalives_idle": max(1, math.ceil(busy_timeout / 2)),
+        "keepalives_interval": max(1, math.ceil(busy_timeout / (2 * _KEEPALIVE_PROBES))),
+        "keepalives_count": _KEEPALIVE_PROBES,
+    }
+    if _libpq_version() >= 120000:
+        args["tcp_user_timeout"] = millis
+    args = {name: value for name, value in args.items() if name not in url.query}
+    given = url.query.get("options", ())
+    given = " ".join(given) if isinstance(given, tuple) else given
+    # Later settings win: a statement_timeout the URL's own options set overrides ours.
+    ours = f"-c lock_timeout={millis} -c statement_timeout={millis}"
+    args["options"] = f"{ours} {given}" if given else ours
+    return args
+
+
+def allow_long_migration(conn: Connection) -> None:
+    """Lift ``statement_timeout`` for the rest of ``conn``'s transaction (PostgreSQL).
+
+    A migration may rewrite a big table for longer than ``busy_timeout``: cancelled there, it
+    would start over on every call and never finish. Its ``lock_timeout`` stays, so a
+    migration that waits for another session's lock still gives up as an outage would.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SET LOCAL statement_timeout = 0")
+
+
+def _sqlite_pool(url: URL, queue: type[Pool], busy_timeout: float) -> dict[str, Any]:
+    # :memory: exists in one connection only, so all threads share it (the store serializes
+    # them); a file gets a pool of reused connections, a checkout waiting busy_timeout at most.
+    if is_memory(url):
+        return {"poolclass": StaticPool}
+    return {"poolclass": queue, "pool_timeout": busy_timeout}
 
 
 def build_sync_engine(
@@ -159,21 +243,23 @@ def build_sync_engine(
         url: a sync URL from :func:`derive_urls`.
         wal: switch a SQLite file to WAL; the inspect CLI passes False so that it never
             changes a database it only reads.
-        busy_timeout: seconds a SQLite connection waits for another writer's lock (and a
-            PostgreSQL connection attempt waits for the server).
+        busy_timeout: seconds a SQLite connection waits for another writer's lock, a
+            PostgreSQL statement for a lock or its result (and a connection for the server),
+            a caller for a pooled connection.
     """
     if url.get_backend_name() != "sqlite":
         engine = create_engine(
-            url, pool_pre_ping=True, connect_args=_pg_connect_args(url, busy_timeout)
+            url,
+            pool_pre_ping=True,
+            pool_timeout=busy_timeout,
+            connect_args=_pg_connect_args(url, busy_timeout),
         )
         guard_engine(engine)
         return engine
     engine = create_engine(
         url,
-        # :memory: exists in one connection only, so all threads share it (the store
-        # serializes them); a file gets a pool of reused connections.
-        poolclass=StaticPool if is_memory(url) else QueuePool,
         connect_args={"check_same_thread": False, "timeout": busy_timeout},
+        **_sqlite_pool(url, QueuePool, busy_timeout),
     )
     _install_sqlite_hooks(engine, url, wal=wal, busy_timeout=busy_timeout)
     guard_engine(engine)
@@ -187,12 +273,18 @@ def build_async_engine(url: URL, *, busy_timeout: float = BUSY_TIMEOUT_S) -> Asy
     """
     if url.get_backend_name() != "sqlite":
         aengine = create_async_engine(
-            url, pool_pre_ping=True, connect_args=_pg_connect_args(url, busy_timeout)
+            url,
+            pool_pre_ping=True,
+            pool_timeout=busy_timeout,
+            connect_args=_pg_connect_args(url, busy_timeout),
         )
         guard_engine(aengine.sync_engine)
         return aengine
-    pool = StaticPool if is_memory(url) else AsyncAdaptedQueuePool
-    engine = create_async_engine(url, poolclass=pool, connect_args={"timeout": busy_timeout})
+    engine = create_async_engine(
+        url,
+        connect_args={"timeout": busy_timeout},
+        **_sqlite_pool(url, AsyncAdaptedQueuePool, busy_timeout),
+    )
     _install_sqlite_hooks(engine.sync_engine, url, wal=False, busy_timeout=busy_timeout)
     guard_engine(engine.sync_engine)
     return engine
@@ -223,6 +315,21 @@ async def dispose_from_other_loop(engine: AsyncEngine) -> None:
         await engine.dispose(close=False)
 
 
+def _timeout_setting(exc: BaseException) -> str | None:
+    """The PostgreSQL setting that cancelled the statement, if a timeout did."""
+    orig = exc.orig if isinstance(exc, DBAPIError) else exc
+    setting = _TIMEOUTS.get(getattr(orig, "sqlstate", None) or "")
+    return setting if setting is not None and "timeout" in str(orig) else None
+
+
+def timed_out(exc: BaseException) -> bool:
+    """Whether the store gave up after ``busy_timeout``: a statement cancelled by a timeout,
+    a pooled connection or a lock of the process that did not come (SummaryStoreError)."""
+    return isinstance(exc, SummaryStoreError | PoolTimeoutError) or (
+        _timeout_setting(exc) is not None
+    )
+
+
 def describe_error(exc: BaseException, where: str, busy_timeout: float = BUSY_TIMEOUT_S) -> str:
     """One line naming the store (password masked), what went wrong and what to do."""
     if isinstance(exc, ImportError):
@@ -237,6 +344,17 @@ def describe_error(exc: BaseException, where: str, busy_timeout: float = BUSY_TI
         advice = "concurrent writers kept colliding; retry the call"
     elif isinstance(exc, DataError):
         advice = "a value cannot be stored (PostgreSQL text cannot hold NUL characters)"
+    elif (setting := _timeout_setting(exc)) is not None:
+        advice = (
+            f"it waited over {busy_timeout:g} s ({setting}, set from busy_timeout): another "
+            "session holds a lock on the store's tables, or the server is stuck; "
+            "the next call tries again"
+        )
+    elif isinstance(exc, PoolTimeoutError):
+        advice = (
+            f"every pooled connection stayed busy for over {busy_timeout:g} s (busy_timeout); "
+            "the next call tries again"
+        )
     elif "locked" in reason:
         advice = (
             f"another connection held the write lock for over {busy_timeout:g} s "

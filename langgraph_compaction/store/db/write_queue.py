@@ -185,7 +185,7 @@ _QUEUES_LOCK = threading.Lock()
 
 
 def write_queue(identity: str) -> WriteQueue:
-    """The process's queue for the database ``identity`` (see ``database_identity``).
+    """The process's queue for the database ``identity`` (see ``engine.database_identity``).
 
     Every store of the process on one file gets the same queue while any of them lives.
     """
