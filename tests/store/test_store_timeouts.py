@@ -34,6 +34,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph_compaction import CompactionReport, SummaryStore, create_compaction_graph
 from langgraph_compaction.errors import SummaryStoreError
 from langgraph_compaction.store.db.engine import allow_long_migration
+from langgraph_compaction.store.summary_store import plumbing
 
 T = TypeVar("T")
 
@@ -196,7 +197,7 @@ async def test_a_locked_table_holds_an_async_call_no_longer_than_busy_timeout(
     ("table", "read"),
     [
         ("compaction_threads", lambda s: s.thread_state("t", "default")),
-        ("compaction_threads", lambda s: s.thread_controls("t", "default")),
+        ("compaction_threads", lambda s: plumbing(s).thread_controls("t", "default")),
         ("compaction_summaries", lambda s: s.latest_summaries("t")),
     ],
     ids=["thread_state", "thread_controls", "latest_summaries"],
@@ -226,10 +227,10 @@ async def test_async_store_reads_on_a_locked_table_raise_within_the_bound(pg_url
             with pytest.raises(SummaryStoreError, match="busy_timeout"):
                 await asyncio.wait_for(store.athread_state("t", "default"), _BOUND)
             with pytest.raises(SummaryStoreError, match="busy_timeout"):
-                await asyncio.wait_for(store.athread_controls("t", "default"), _BOUND)
+                await asyncio.wait_for(plumbing(store).athread_controls("t", "default"), _BOUND)
         finally:
             await asyncio.to_thread(holder.release)
-        assert (await store.athread_controls("t", "default")).requested
+        assert (await plumbing(store).athread_controls("t", "default")).requested
     finally:
         await store.aclose()
 
@@ -247,7 +248,7 @@ def test_the_control_readers_lock_is_taken_with_a_bound(pg_url: str) -> None:
 
     def hang() -> None:
         try:
-            store.thread_controls("t", "default")
+            plumbing(store).thread_controls("t", "default")
         except BaseException as exc:  # once the lock is released, it ends; report anything
             hung["error"] = exc
 
@@ -257,10 +258,10 @@ def test_the_control_readers_lock_is_taken_with_a_bound(pg_url: str) -> None:
             first.start()
             holder.wait_for_a_waiter()  # the first read hangs holding the reader's lock
             with pytest.raises(SummaryStoreError, match=r"control reader.*busy_timeout"):
-                within(_BOUND, lambda: store.thread_controls("t", "default"))
+                within(_BOUND, lambda: plumbing(store).thread_controls("t", "default"))
         first.join(_BOUND)
         assert not first.is_alive() and not hung
-        assert store.thread_controls("t", "default").requested
+        assert plumbing(store).thread_controls("t", "default").requested
     finally:
         store.close()
 
@@ -274,10 +275,10 @@ def test_a_migration_waiting_for_another_sessions_schema_lock_gives_up(pg_url: s
         try:
             other.execute("SELECT pg_advisory_xact_lock(7261300, 0)")  # lock_schema's key
             with pytest.raises(SummaryStoreError, match="lock_timeout"):
-                within(_BOUND, lambda: store.thread_controls("t", "default"))
+                within(_BOUND, lambda: plumbing(store).thread_controls("t", "default"))
         finally:
             other.close()  # its transaction ends, the lock with it
-        assert not store.thread_controls("t", "default").requested
+        assert not plumbing(store).thread_controls("t", "default").requested
     finally:
         store.close()
 
@@ -334,7 +335,7 @@ def _assert_bounded(driver: Any) -> None:
 def test_every_connection_carries_the_timeouts_and_keepalives(pg_url: str) -> None:
     store = SummaryStore(pg_url, busy_timeout=4)
     try:
-        store.thread_controls("t", "default")  # opens the control reader's connection
+        plumbing(store).thread_controls("t", "default")  # opens the control reader's connection
         assert store._db._controls is not None
         _assert_bounded(store._db._controls.connection)
         engine = store._db.sync_engine()
