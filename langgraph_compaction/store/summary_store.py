@@ -80,8 +80,10 @@ class SummaryStore:
                 oldest kept row's ``parent_id`` may then name a deleted row.
             lease_ttl: seconds a summary lease outlives its holder's last renewal; the
                 holder's process renews it every ``lease_ttl / 3``.
-            busy_timeout: seconds a SQLite connection waits for another writer's lock (and a
-                PostgreSQL connection attempt for the server) before the call fails.
+            busy_timeout: the longest any store call waits before it fails (and the agent's
+                call goes ahead as on an outage): a SQLite connection for another writer's
+                lock; on PostgreSQL the connection attempt, ``lock_timeout``,
+                ``statement_timeout`` and TCP keepalives; every lock this process takes.
 
         Raises:
             SummaryStoreError: the URL cannot be parsed or names an unsupported database.
@@ -112,7 +114,7 @@ class SummaryStore:
 
     @property
     def busy_timeout(self) -> float:
-        """Seconds a connection waits for a lock (SQLite) or the server (PostgreSQL)."""
+        """Seconds any store call waits for a lock, a statement or the server before failing."""
         return self._db.busy_timeout
 
     def __repr__(self) -> str:
@@ -190,11 +192,11 @@ class SummaryStore:
         """Async :meth:`search_messages`."""
         return await self._db.arun(ops.search_messages(thread_id, query, namespace, limit))
 
-    def thread_state(self, thread_id: str, namespace: str) -> ThreadState:
+    def thread_state(self, thread_id: str, namespace: str = "default") -> ThreadState:
         """The thread's failure count, calibration and current generation."""
         return self._db.run(lambda c: thread_sql.thread_state(c, thread_id, namespace))
 
-    async def athread_state(self, thread_id: str, namespace: str) -> ThreadState:
+    async def athread_state(self, thread_id: str, namespace: str = "default") -> ThreadState:
         """Async :meth:`thread_state`."""
         return await self._db.arun(lambda c: thread_sql.thread_state(c, thread_id, namespace))
 

@@ -34,7 +34,7 @@ class _CountingStore(SummaryStore):
         super().__init__(url)
         self.reads: list[str] = []
 
-    def thread_state(self, thread_id: str, namespace: str) -> ThreadState:
+    def thread_state(self, thread_id: str, namespace: str = "default") -> ThreadState:
         self.reads.append("thread_state")
         return super().thread_state(thread_id, namespace)
 

@@ -65,9 +65,13 @@ def test_every_method_has_its_async_twin_with_the_same_parameters() -> None:
 
 def test_the_pipeline_calls_are_on_the_plumbing_only() -> None:
     pipeline_only = _plumbing_methods()
-    assert {"add_summary", "acquire_lease", "take_compaction_request", "save_review"} <= (
-        pipeline_only
-    )
+    assert {
+        "add_summary",
+        "acquire_lease",
+        "pending_request",
+        "consume_request",
+        "save_review",
+    } <= (pipeline_only)
     assert not pipeline_only & _public(SummaryStore)
     for names in (langgraph_compaction.__all__, langgraph_compaction.store.__all__):
         assert "Plumbing" not in names and "plumbing" not in names

@@ -46,10 +46,10 @@ async def _chain(b: Backend, count: int, **overrides: Any) -> list[Any]:
 # -- compaction requests and the control version ---------------------------------------------
 
 
-async def test_a_request_is_taken_once_with_its_instructions_joined(backend: Backend) -> None:
+async def test_a_request_is_consumed_once_with_its_instructions_joined(backend: Backend) -> None:
     b = backend
     assert await b.thread_controls(b.thread, b.ns) == ThreadControls(0, False)
-    assert await b.take_compaction_request(b.thread, b.ns) is None
+    assert await b.pending_request(b.thread, b.ns) is None
 
     before = datetime.now(UTC)
     await b.request_compaction(b.thread, namespace=b.ns, instruction="保留所有航班号")
@@ -59,18 +59,31 @@ async def test_a_request_is_taken_once_with_its_instructions_joined(backend: Bac
     controls = await b.thread_controls(b.thread, b.ns)
     assert controls.requested and controls.version == 4
 
-    taken = await b.take_compaction_request(b.thread, b.ns)
+    taken = await b.pending_request(b.thread, b.ns)
     assert taken is not None
     assert taken.instruction == "保留所有航班号\n\nاحتفظ بالأسعار"
     assert before <= taken.requested_at <= datetime.now(UTC)
     assert taken.requested_at.tzinfo is not None
-    assert await b.take_compaction_request(b.thread, b.ns) is None
+    assert await b.pending_request(b.thread, b.ns) == taken  # read, not consumed
+    assert await b.consume_request(b.thread, b.ns, taken)
+    assert not await b.consume_request(b.thread, b.ns, taken)  # once
+    assert await b.pending_request(b.thread, b.ns) is None
     assert await b.thread_controls(b.thread, b.ns) == ThreadControls(4, False)
+
+    # A request joined after it was read is a new one: consuming the old one leaves it.
+    await b.request_compaction(b.thread, namespace=b.ns, instruction="first")
+    read = await b.pending_request(b.thread, b.ns)
+    assert read is not None
+    await b.request_compaction(b.thread, namespace=b.ns, instruction="second")
+    assert not await b.consume_request(b.thread, b.ns, read)
+    joined = await b.pending_request(b.thread, b.ns)
+    assert joined is not None and joined.instruction == "first\n\nsecond"
+    assert await b.consume_request(b.thread, b.ns, joined)
 
     # Without an instruction, in another namespace: the namespaces do not mix.
     await b.request_compaction(b.thread, namespace=f"{b.ns}-2")
-    assert await b.take_compaction_request(b.thread, b.ns) is None
-    other = await b.take_compaction_request(b.thread, f"{b.ns}-2")
+    assert await b.pending_request(b.thread, b.ns) is None
+    other = await b.pending_request(b.thread, f"{b.ns}-2")
     assert other is not None and other.instruction is None
 
 
@@ -399,7 +412,7 @@ async def test_deleting_a_thread_clears_its_pins_reviews_and_request(backend: Ba
     assert await b.delete_thread(b.thread, b.ns) == 1
     assert await b.pinned_messages(b.thread, namespace=b.ns) == frozenset()
     assert await b.find_review_draft(b.thread, b.ns, "p") is None
-    assert await b.take_compaction_request(b.thread, b.ns) is None
+    assert await b.pending_request(b.thread, b.ns) is None
     assert not (await b.thread_controls(b.thread, b.ns)).requested
     # The other namespace keeps everything.
     assert await b.pinned_messages(b.thread, namespace=other) == {"m-1"}
@@ -409,7 +422,7 @@ async def test_deleting_a_thread_clears_its_pins_reviews_and_request(backend: Ba
     await b.delete_thread(b.thread)  # every namespace
     assert await b.pinned_messages(b.thread, namespace=other) == frozenset()
     assert await b.find_review_draft(b.thread, other, "p") is None
-    assert await b.take_compaction_request(b.thread, other) is None
+    assert await b.pending_request(b.thread, other) is None
 
 
 # -- the consistency check -----------------------------------------------------------------------
