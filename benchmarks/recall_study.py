@@ -7,7 +7,7 @@ terms); recall@k as in ``recall.py``. That table led to the store's columns and 
 
 Then :func:`pipeline_study`: the conversations replayed through the real pipeline into a
 SQLite store once, and the store's own search run with one of its second-pass knobs turned
-off at a time (``_search`` module constants), to show what each is worth.
+off at a time (``store.sql.search`` module constants), to show what each is worth.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def study(conversations: list[dict[str, Any]]) -> None:
 
 
 def _knobs(**values: Any) -> Callable[[], None]:
-    """Set ``_search`` constants (the statements are rebuilt); returns the undo."""
+    """Set ``store.sql.search`` constants (the statements are rebuilt); returns the undo."""
     from langgraph_compaction.store.sql import search as search_sql
 
     old = {name: getattr(search_sql, name) for name in values}

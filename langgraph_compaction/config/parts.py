@@ -1,7 +1,7 @@
 """The configuration's building blocks: the shared model base, sizes, pruning and recall.
 
 Every model is frozen, forbids unknown keys, and accepts snake_case or camelCase spellings;
-:mod:`._config` assembles them into ``CompactionConfig`` and explains validation errors.
+``config.compaction`` assembles them into ``CompactionConfig`` and explains validation errors.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Settings are frozen: the models, the store, the window and budget, the triggers as absolute
 thresholds, and the tokens the model node adds itself. A mistake surfaces when the graph is
 built (``CompactionConfigError``), never in the middle of a run. What a process learns while
-it runs lives apart, in :mod:`._memory`.
+it runs lives apart, in ``pipeline.memory``.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ LangChain passes content blocks on in several shapes: OpenAI chat (``image_url``
 ``audio``, ``video`` with ``base64``, ``url`` or ``file_id``, and the older ``source_type``
 form) and Google's ``media``. A media block's base64 data says nothing of what a model spends
 on it, so ``media_block`` reads what the block declares, and the first bytes of its data for
-the rest (pixel size, page count, duration: see ``_media_probe``), and ``block_tokens``
-estimates by type (``_media``). ``media_reference`` is the text a summarizer sees
+the rest (pixel size, page count, duration: see ``content.media_probe``), and ``block_tokens``
+estimates by type (``content.media``). ``media_reference`` is the text a summarizer sees
 instead of the data. Nothing here raises on an odd block: what cannot be read is left out.
 """
 

@@ -1,14 +1,14 @@
 """The default counter: langchain-core's rule, text weighed by script, media priced by type.
 
-langchain-core's ``count_tokens_approximately`` counts a message's characters (content, tool
-calls, tool call id, role, name) at four a token, rounded up per message, plus three tokens
-a message; an image block is 85 tokens and any other block the length of its ``repr``, so a
-PDF, an audio clip or a Responses ``input_image`` counts as its base64 data. This counter
-keeps that rule and its rounding, so that counts add up message by message and a message of
-ASCII text and tool calls counts exactly as there, and changes three things: text is measured
-by ``_scripts.weighted_chars`` (a CJK character costs about a token), a media block costs its
-estimate by type (``_blocks.block_tokens``, an image inside an Anthropic ``tool_result``
-too), and a reasoning block the length of its text (not its signature).
+langchain-core's ``count_tokens_approximately`` counts a message's characters (content, tool calls,
+tool call id, role, name) at four a token, rounded up per message, plus three tokens a message; an
+image block is 85 tokens and any other block the length of its ``repr``, so a PDF, an audio clip or
+a Responses ``input_image`` counts as its base64 data. This counter keeps that rule and its
+rounding, so that counts add up message by message and a message of ASCII text and tool calls counts
+exactly as there, and changes three things: text is measured by
+``content.writing_systems.weighted_chars`` (a CJK character costs about a token), a media block
+costs its estimate by type (``content.blocks.block_tokens``, an image inside an Anthropic
+``tool_result`` too), and a reasoning block the length of its text (not its signature).
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ def split_rescued_caller(
     """An AI message keeps only the calls whose results were rescued with it (by position).
 
     The other calls, answered or not, went to the summary with the whole message; the copy
-    drops them in every form they take (``_messages.keep_tool_calls``).
+    drops them in every form they take (``content.messages.keep_tool_calls``).
     """
     message = messages[index]
     if not isinstance(message, AIMessage) or not message.tool_calls:

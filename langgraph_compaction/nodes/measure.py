@@ -1,14 +1,13 @@
 """measure: count the whole context and decide whether anything else needs to run.
 
-Threshold first: when no trigger fires the call passes ``messages`` through untouched, with no
-model call and one store read at most: the thread's control version (``_steering``), so that a
-request to compact, a pin, an edit or a revoke made by any process reaches the next call.
-When the summary this process served last still matches and fits, the call goes straight to
-assemble (the reuse fast path); so does a call over a trigger on a thread this process has not
-seen yet (a restarted worker) when a stored summary serves it: one lookup here, not prune,
-partition and summarize with their reads. ``configurable.compaction`` steers one call:
-``skip`` passes it through untouched, ``force`` (or a request filed in the store) compacts it
-even under every trigger.
+Threshold first: when no trigger fires the call passes ``messages`` through untouched, with no model
+call and one store read at most: the thread's control version (``steering.changes``), so that a
+request to compact, a pin, an edit or a revoke made by any process reaches the next call. When the
+summary this process served last still matches and fits, the call goes straight to assemble (the
+reuse fast path); so does a call over a trigger on a thread this process has not seen yet (a
+restarted worker) when a stored summary serves it: one lookup here, not prune, partition and
+summarize with their reads. ``configurable.compaction`` steers one call: ``skip`` passes it through
+untouched, ``force`` (or a request filed in the store) compacts it even under every trigger.
 
     measure -> END (pass through, skipped, old media replaced)
              | assemble (the summary held, or stored and first seen) | prune

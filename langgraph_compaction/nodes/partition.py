@@ -8,7 +8,7 @@ next call reuses the summary instead of making another. A background summary of 
 still in flight is waited for (never a second summary of what is being made).
 
 Pinned units and, with ``keep_user_messages``, the newest user turns of the whole prefix are
-rescued too, within their budgets (the rules are :mod:`.._pins`'s); a rescue no longer called
+rescued too, within their budgets (the rules are ``pruning.pins``'s); a rescue no longer called
 for (unpinned, past the budget, no longer a skill's) is folded into the new summary.
 
     partition -> summarize

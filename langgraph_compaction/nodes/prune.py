@@ -2,8 +2,8 @@
 
 Two layers, both on the model input copy only (state, checkpoint and summarizer keep the
 originals): old, large tool results treated by the pruning epochs of the whole history
-(``_epochs``: decided at trigger crossings and frozen in between), and media older than the
-last ``pruning.media_keep_last`` user turns replaced by a text reference (``_media_pruning``).
+(``pruning.epochs``: decided at trigger crossings and frozen in between), and media older than the
+last ``pruning.media_keep_last`` user turns replaced by a text reference (``pruning.old_media``).
 The same history always gives the same bytes. When the shrunk context no longer fires a
 trigger, no summary is needed.
 

@@ -25,7 +25,7 @@ class Pipeline:
 
 
 class Precompact(Protocol):
-    """Starts the background summary a call nearing a trigger asks for (see ``_background``)."""
+    """Starts the background summary a call nearing a trigger asks for (see ``precompaction``)."""
 
     def __call__(
         self, pipe: Pipeline, measured: Measured, in_use: SummaryRecord | None

@@ -1,6 +1,6 @@
 """The background summaries of one compaction graph: at most one job per thread at a time.
 
-This module only keeps the books (claim, land, wait, events); :mod:`._background` decides what
+This module only keeps the books (claim, land, wait, events); ``precompaction`` decides what
 a job does and starts it. A call whose trigger fires while its thread's job runs waits for the
 job's flight (a ``WaitFlight`` effect) instead of starting a second summary.
 """

@@ -19,17 +19,16 @@ summary's phase prunes only the messages after its boundary, counts the summary 
 messages in its context, takes positions from the model input, and replays its crossings from
 the boundary.
 
-Old media (``pruning.media_keep_last``, :mod:`._media_pruning`) are a layer of their own under
-the epochs: replaced per user turn whether pruning is enabled or not, and at any context size
+Old media (``pruning.media_keep_last``, :mod:`.old_media`) are a layer of their own under the
+epochs: replaced per user turn whether pruning is enabled or not, and at any context size
 (setting the key is enough). A message that pruning treats keeps its pruned copy (which has no
 media left); any other old media message is sent as its media-free copy, and that copy is what
 counts toward the context, so it can spare a summary. Crossings are still found on the
-originals, a conservative choice that keeps them a function of each prefix alone.
-
-Pinned messages (:mod:`._pins`) are never treated, by either layer, wherever they sit (kept,
-or rescued after the summary). Store pins come from outside the history, so a derivation is
-cached under the pin set it was made with: the phase's cache key carries its digest, and a
-pin or unpin derives the thread's epochs afresh (the same history and pins, the same bytes).
+originals, a conservative choice that keeps them a function of each prefix alone. Pinned
+messages (:mod:`.pins`) are never treated, by either layer, wherever they sit (kept, or rescued
+after the summary). Store pins come from outside the history, so a derivation is cached under
+the pin set it was made with: the phase's cache key carries its digest, and a pin or unpin
+derives the thread's epochs afresh (the same history and pins, the same bytes).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 An image, file (PDF), audio or video block older than the last ``media_keep_last`` user turns
 is replaced, in the model input copy only, by a text block holding its reference (kind, mime
-type, file name or URL, size: ``_blocks.media_reference``), in the same position. The message
+type, file name or URL, size: ``content.blocks.media_reference``), in the same position. The message
 keeps every other block (the same objects), its id, name and tool calls, so tool pairs are
 untouched; the history, the checkpoint and the summarizer keep the originals.
 
@@ -21,7 +21,7 @@ less often but keep sending old media until the next trigger crossing, if one ev
 The derivation is extended call by call (:class:`OldMedia`), so a steady-state call looks at
 its new messages only.
 
-A pinned message (:mod:`._pins`, with its tool unit) keeps its media: it is never counted
+A pinned message (``pruning.pins``, with its tool unit) keeps its media: it is never counted
 among the messages holding media. It is judged when first seen; a derivation records the
 store pins it was made under, and another pin set derives afresh.
 """

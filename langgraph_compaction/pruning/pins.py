@@ -1,8 +1,8 @@
 """Pins and kept user messages (DESIGN 6.11): which messages stay verbatim, by pure rules.
 
-A message is pinned when ``additional_kwargs["pinned"] is True`` or its id, as the store keeps
-it (``storable``), was pinned with ``SummaryStore.pin_messages``. A pin holds its whole tool
-unit (``_messages.split_tool_units``): pinning an AI message with tool calls pins every result
+A message is pinned when ``additional_kwargs["pinned"] is True`` or its id, as the store keeps it
+(``storable``), was pinned with ``SummaryStore.pin_messages``. A pin holds its whole tool unit
+(``content.messages.split_tool_units``): pinning an AI message with tool calls pins every result
 after it, and pinning one result pins its caller and the other results of the batch, so the
 tool-pair rule never needs an invented result.
 

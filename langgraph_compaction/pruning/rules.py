@@ -5,8 +5,8 @@ A tool result is eligible when it comes after the first real user message and be
 passes ``tools_allow``/``tools_deny`` (globs, case-insensitive, deny wins), and it alone has
 ``min_prunable_tool_chars`` characters (an image counts ``IMAGE_CHARS``). At age ``(N - i) / N``
 it is soft trimmed from ``soft_trim_ratio`` (head and tail kept, images replaced by a
-placeholder) and hard cleared from ``hard_clear_ratio``. :mod:`._epochs` applies the rule only
-at trigger crossings. A pinned message, and every message of its tool unit (:mod:`._pins`), is
+placeholder) and hard cleared from ``hard_clear_ratio``. ``pruning.epochs`` applies the rule only
+at trigger crossings. A pinned message, and every message of its tool unit (``pruning.pins``), is
 never a candidate.
 """
 

@@ -1,7 +1,7 @@
 """Run the store CLI: ``python -m langgraph_compaction.store inspect|check|migrate|edit|revoke``.
 
 ``inspect`` options: ``--thread T``, ``--namespace N``, ``--full`` (whole summaries), ``--json``;
-``edit`` and ``revoke`` take ``--thread T`` (see ``_edit_cli``); see ``--help``. Every text
+``edit`` and ``revoke`` take ``--thread T`` (see ``store.cli.edit``); see ``--help``. Every text
 view fits a 100-column terminal.
 """
 

@@ -10,7 +10,7 @@ Nothing failed is kept: an engine whose schema could not be made is disposed, an
 call builds it again, so a store recovers once the cause (a folder not writable yet, a server
 down, a lock held too long) is gone. A database that goes away under a running store (a
 SQLite file deleted or replaced, a PostgreSQL database or schema dropped and created again)
-is opened again on the next call, its schema made anew (``_reopen`` says how it is noticed).
+is opened again on the next call, its schema made anew (``store.db.reopen`` says how it is noticed).
 Every error reaches the caller as SummaryStoreError naming the store and what to do, its
 cause chained.
 """
@@ -214,7 +214,7 @@ class Database:
 
     def read_controls(self, thread_id: str, namespace: str) -> ThreadControls:
         """The thread's controls (``control_sql.thread_controls``), read on every model call:
-        on the control reader's connection (``_control_reads``), not through a transaction
+        on the control reader's connection (``store.db.control_reader``), not through a transaction
         of the engine; through one when that fails (the engine's path reports the error, or
         reopens a database that went away) or the database is in memory."""
         reader = self._reader()

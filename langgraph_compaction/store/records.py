@@ -245,8 +245,8 @@ class RecalledMessage:
 
 
 def message_ids(ids: Sequence[str]) -> tuple[str, ...]:
-    """The ids as a tuple, as stored (``_text``, like every other id); a bare string is refused
-    rather than split into characters.
+    """The ids as a tuple, as stored (``store.db.storable_text``, like every other id); a bare
+    string is refused rather than split into characters.
 
     Raises:
         ValueError: ``ids`` is a string.
@@ -258,7 +258,8 @@ def message_ids(ids: Sequence[str]) -> tuple[str, ...]:
 
 def indexed_messages(batch: Sequence[IndexedMessage]) -> tuple[IndexedMessage, ...]:
     """The batch as a tuple, checked before any database work, its text as it is stored
-    (``_text``), so that content hashes and neighbours are computed on what the rows hold.
+    (``store.db.storable_text``), so that content hashes and neighbours are computed on what the
+    rows hold.
 
     Raises:
         ValueError: an item is not an IndexedMessage.

@@ -38,7 +38,7 @@ _MARKER_CHARS = 48  # "\n\n[... N of M characters cut ...]\n\n"
 _MIN_KEPT_CHARS = 32
 _SEPARATOR = "\n\n"  # between two messages of a transcript
 _TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
-"""Blocks whose text is cut: those the transcript reads as text (``_prompts``)."""
+"""Blocks whose text is cut: those the transcript reads as text (``summary.prompts``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,7 +61,7 @@ def _is_async(fn: Compactor) -> bool:
 @dataclass(frozen=True, slots=True)
 class CompactorCall:
     """Call the compactor once, within ``timeout`` seconds (None: no bound), as a run
-    labelled ``labels`` (``_model_calls.summary_labels``).
+    labelled ``labels`` (``summary.model_call.summary_labels``).
 
     Raises ``ModelCallTimeout`` past the timeout, or what the function raised.
     """

@@ -9,7 +9,7 @@ in one call (chunks exist to fit a model's window). A model's reply is tidied fi
 compactor's text is its own). Either reply must pass the not-a-summary check and is capped at
 ``max_summary_tokens``; a failure is a value (``Failure``), so the caller
 can try the fallback model or apply the failure policy. Every call runs labelled as the caller
-says (``labels``, from ``_model_calls.summary_labels``), and what the answered calls reported
+says (``labels``, from ``summary.model_call.summary_labels``), and what the answered calls reported
 as usage is summed into the draft (a failed one too: a failure was paid for).
 """
 

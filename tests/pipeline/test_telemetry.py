@@ -320,7 +320,7 @@ async def test_spans_nest_under_the_callers_span_async(
 
 @pytest.fixture
 def without_opentelemetry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """``_telemetry`` imported as if the ``otel`` extra were absent; restored afterwards."""
+    """``pipeline.telemetry`` imported as if the ``otel`` extra were absent; restored afterwards."""
     monkeypatch.setitem(sys.modules, "opentelemetry", None)
     importlib.reload(_telemetry)
     yield

@@ -6,7 +6,7 @@ version of the thread's newest summary in use (``--file -`` reads standard input
 the newest in use) and every later one. Each prints one line saying what it did. Input the
 store refuses (no summary to edit, an unknown version, blank text, a file that cannot be
 read) exits with status 2 and a one-line ``error:``; a store that cannot be reached exits 1,
-as every verb does. ``_inspect.main`` parses the arguments and checks that the store exists
+as every verb does. ``store.cli.inspect.main`` parses the arguments and checks that the store exists
 before calling :func:`run_edit_command`, so neither verb ever creates a database.
 """
 

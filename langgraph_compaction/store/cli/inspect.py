@@ -5,11 +5,11 @@ calibration, pinned messages and a pending compaction request) and what its summ
 cost (summed over its stored versions, revoked ones too: their calls were made); with
 ``--thread``: every stored version of that thread, with its lineage, edits, revocations and
 usage (an unknown thread is an error, exit status 1);
-``--full`` prints whole summaries (see ``_render``, which fits it all in 100 columns).
+``--full`` prints whole summaries (see ``store.cli.render``, which fits it all in 100 columns).
 ``--json`` prints the same data for scripts. ``inspect`` and ``check`` (the consistency check,
 exit status 1 when it finds a problem) only read: they never create tables or switch a SQLite
 file to WAL. ``migrate`` creates or upgrades the tables, as opening a store would. ``edit``
-and ``revoke`` (``_edit_cli``) change a thread's summaries in a store that exists. Every
+and ``revoke`` (``store.cli.edit``) change a thread's summaries in a store that exists. Every
 command exits with status 1 and a one-line message when it cannot reach a store.
 """
 

@@ -1,11 +1,11 @@
 """From one store URL to a sync and an async SQLAlchemy engine, and errors people can act on.
 
-SQLite connections get WAL mode (with ``synchronous = NORMAL``), a busy timeout and foreign
-keys on every connect, and SQLAlchemy emits BEGIN itself so a write transaction can take the
-lock up front (``BEGIN IMMEDIATE``): concurrent writers then wait their turn instead of
-failing. This is the "Serializable isolation / Savepoints / Transactional DDL" recipe of
-SQLAlchemy's SQLite docs. Writers of one process queue in ``_writers`` before BEGIN, so the
-busy timeout is only spent waiting for other processes.
+SQLite connections get WAL mode (with ``synchronous = NORMAL``), a busy timeout and foreign keys on
+every connect, and SQLAlchemy emits BEGIN itself so a write transaction can take the lock up front
+(``BEGIN IMMEDIATE``): concurrent writers then wait their turn instead of failing. This is the
+"Serializable isolation / Savepoints / Transactional DDL" recipe of SQLAlchemy's SQLite docs.
+Writers of one process queue in ``store.db.write_queue`` before BEGIN, so the busy timeout is only
+spent waiting for other processes.
 
 PostgreSQL sessions are bounded by the same ``busy_timeout`` (DESIGN 6.9): ``lock_timeout`` and
 ``statement_timeout`` in every connection's startup packet, TCP keepalives and a user timeout

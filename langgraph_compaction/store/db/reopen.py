@@ -7,7 +7,7 @@ opens it and compares them at the start of every transaction (one ``stat``, a mi
 two, the price of never reporting a summary that is not on disk). A PostgreSQL database or
 schema dropped and created again leaves the connections working but the tables gone; so an
 "undefined table" error (SQLite's "no such table" alike) makes the store build its engine
-and schema again and run the operation once more. ``_database`` does both.
+and schema again and run the operation once more. ``store.database`` does both.
 
 Whoever replaces a SQLite file must remove its ``-wal`` and ``-shm`` with it (or checkpoint
 first): SQLite reads the ``-wal`` at a path as part of whatever file is there, in this process

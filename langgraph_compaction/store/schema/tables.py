@@ -1,9 +1,10 @@
 """The store's tables: what a person sees in a SQLite browser or psql.
 
-Every column is a plain value a person can read: text, integers, a float, ISO-8601
-timestamps (on SQLite) and a JSON array of message ids; no pickles or blobs. The statements
-on them are in ``_tables`` (summaries), ``_threads``, ``_leases``, ``_controls``, ``_edits``
-and ``_search``; the migrations in ``migrations/versions`` produce exactly this schema.
+Every column is a plain value a person can read: text, integers, a float, ISO-8601 timestamps (on
+SQLite) and a JSON array of message ids; no pickles or blobs. The statements on them are in
+``store.sql.summaries`` (summaries), ``store.sql.threads``, ``store.sql.leases``,
+``store.sql.controls``, ``store.sql.edits`` and ``store.sql.search``; the migrations in
+``migrations/versions`` produce exactly this schema.
 """
 
 from __future__ import annotations
@@ -216,7 +217,8 @@ messages = Table(
     Column("content_hash", Text, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
 )
-"""The messages summaries evicted, for total recall (schema 4); full text in ``_fulltext``."""
+"""The messages summaries evicted, for total recall (schema 4); full text in
+``store.schema.fulltext``."""
 # A second worker or a re-summarization indexes a message once (ON CONFLICT DO NOTHING).
 Index(
     "ux_compaction_messages_message",

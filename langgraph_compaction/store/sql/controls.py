@@ -6,7 +6,7 @@ primary key. Pins are rows of ``compaction_pins``, one per message id. Every wri
 runs in a write transaction under the thread's lock (``lock_thread``), so a request is
 consumed exactly once, however many processes race for it.
 
-Like ``_tables``, every SQL operation is a plain function over a sync ``Connection``.
+Like ``store.sql.summaries``, every SQL operation is a plain function over a sync ``Connection``.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ _THREAD_ROW = (
     threads.c.namespace == bindparam("namespace"),
 )
 # Built once with bound parameters: one statement, four lookups by primary key, whether
-# or not the thread has a row (most threads never have one). ``_control_reads`` runs it on
+# or not the thread has a row (most threads never have one). ``store.db.control_reader`` runs it on
 # every model call, compiled once.
 CONTROLS = select(
     select(threads.c.controls).where(*_THREAD_ROW).scalar_subquery(),

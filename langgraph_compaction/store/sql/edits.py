@@ -8,8 +8,8 @@ partial unique prefix index leaves them out, so the prefix can be summarized ane
 (``compaction_reviews``) is a new summary put to a person; it is not a summary until the
 pipeline stores it.
 
-Like ``_tables``, every SQL operation is a plain function over a sync ``Connection``, run in
-the caller's write transaction under the thread's lock.
+Like ``store.sql.summaries``, every SQL operation is a plain function over a sync ``Connection``,
+run in the caller's write transaction under the thread's lock.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ on PostgreSQL. A word of the query that is a message *name* (a speaker's, a tool
 searched for but multiplies the score of that name's messages; the share of the query's
 words a message holds, and for a *when* question a time expression, lift it further.
 
-Like ``_tables``, each operation is a plain function over a sync ``Connection``.
+Like ``store.sql.summaries``, each operation is a plain function over a sync ``Connection``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""The statements on the store's summaries, and the tables (defined in ``_schema``) for the
-store's other modules.
+"""The statements on the store's summaries, and the tables (defined in ``store.schema.tables``)
+for the store's other modules.
 
-Per-thread state and deletion live in ``_threads``, leases in ``_leases``. Each operation is a
-plain function over a *sync* SQLAlchemy ``Connection``. The sync store calls it directly; the
-async store runs the very same function through ``AsyncConnection.run_sync``, so the SQL and
-the row-to-record conversion exist once.
+Per-thread state and deletion live in ``store.sql.threads``, leases in ``store.sql.leases``. Each
+operation is a plain function over a *sync* SQLAlchemy ``Connection``. The sync store calls it
+directly; the async store runs the very same function through ``AsyncConnection.run_sync``, so the
+SQL and the row-to-record conversion exist once.
 """
 
 from __future__ import annotations
@@ -83,7 +83,8 @@ _OLDEST_FIRST = _IN_THREAD.order_by(summaries.c.version)
 _IN_USE = _IN_THREAD.where(summaries.c.revoked_at.is_(None))
 _NEWEST_FIRST = _IN_USE.order_by(summaries.c.version.desc()).limit(bindparam("limit"))
 NEWEST_FIRST = _NEWEST_FIRST
-"""``latest_summaries``'s statement, which the control reader also runs (``_control_reads``)."""
+"""``latest_summaries``'s statement, which the control reader also runs
+(``store.db.control_reader``)."""
 # The newest version of the prefix: an edit of it when there is one.
 _BY_PREFIX = (
     _IN_USE.where(summaries.c.prefix_hash == bindparam("prefix_hash"))

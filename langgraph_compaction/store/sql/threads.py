@@ -6,7 +6,7 @@ write that carries the generation its caller read (``generation=``) checks it un
 same lock and writes nothing when it changed, so a summary computed before a deletion never
 brings the thread back.
 
-Like ``_tables``, every SQL operation is a plain function over a sync ``Connection``.
+Like ``store.sql.summaries``, every SQL operation is a plain function over a sync ``Connection``.
 """
 
 from __future__ import annotations
