@@ -25,6 +25,8 @@ from pydantic import PrivateAttr
 
 from langgraph_compaction import CompactionMiddleware, SummaryStore
 
+pytestmark = pytest.mark.slow  # a 0.5 s summarizer over 14 turns
+
 CONFIG = {
     "trigger": {"type": "tokens", "value": 1500},
     "keep": {"type": "messages", "value": 4},

@@ -159,6 +159,7 @@ print(HistoryIndex().scan(("ns", "t"), [AIMessage("", id="a", tool_calls=[call])
 """
 
 
+@pytest.mark.slow  # another process: seconds
 def test_a_restarted_worker_hashes_a_set_as_the_last_one_did() -> None:
     """Each process iterates a set of strings in its own order (hash randomization)."""
     seen = set()

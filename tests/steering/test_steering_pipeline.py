@@ -151,6 +151,7 @@ async def test_two_workers_consume_one_request_once(
     assert first.summarizer.call_count + second.summarizer.call_count == 1
 
 
+@pytest.mark.slow  # another process: seconds
 def test_a_request_from_another_process_reaches_the_next_call(tmp_path: Any) -> None:
     url = f"sqlite:///{tmp_path / 'steer.db'}"
     store = SummaryStore(url)

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from langgraph_compaction import SummaryStore
 from langgraph_compaction.store.records import ThreadControls
 from langgraph_compaction.store.summary_store import plumbing
@@ -29,6 +31,7 @@ def _request_from_another_process(url: str, thread_id: str) -> None:
     subprocess.run([sys.executable, "-c", _REQUEST, url, thread_id], check=True, timeout=60)
 
 
+@pytest.mark.slow  # another process: seconds
 def test_changes_from_any_process_reach_the_next_read(store_url: str) -> None:
     reader, writer = SummaryStore(store_url), SummaryStore(store_url)
     thread = "线程-1"

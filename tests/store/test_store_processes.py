@@ -115,6 +115,7 @@ def test_workers_compacting_one_thread_at_once_store_one_lineage(
     assert all(r["calls"] <= 1 for w in reports for r in w)
 
 
+@pytest.mark.slow  # another process: seconds
 def test_racing_add_summary_calls_keep_versions_and_prefixes_unique(
     forkserver: ForkServerContext, store_url: str
 ) -> None:

@@ -36,6 +36,8 @@ from langgraph_compaction.errors import SummaryStoreError
 from langgraph_compaction.store.db.engine import allow_long_migration
 from langgraph_compaction.store.summary_store import plumbing
 
+pytestmark = pytest.mark.slow  # each waits out a timeout on a locked table: seconds
+
 T = TypeVar("T")
 
 _BOUND = 15.0

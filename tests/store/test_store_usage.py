@@ -254,6 +254,7 @@ def inspect_cli(*args: str) -> str:
     return done.stdout
 
 
+@pytest.mark.slow  # another process: seconds
 def test_inspect_shows_each_threads_totals_and_each_versions_usage(store_url: str) -> None:
     with SummaryStore(store_url) as store:
         v1 = plumbing(store).add_summary(
@@ -309,6 +310,7 @@ def test_inspect_shows_each_threads_totals_and_each_versions_usage(store_url: st
     }  # fmt: skip
 
 
+@pytest.mark.slow  # another process: seconds
 def test_inspect_reads_a_version_5_store_without_usage(store_url: str) -> None:
     with raw(store_url) as conn:
         command.upgrade(alembic_config(conn), "0005")
