@@ -144,7 +144,8 @@ class ThreadControls:
 
 @dataclass(frozen=True, slots=True)
 class CompactionRequest:
-    """A consumed compaction request (``take_compaction_request``)."""
+    """A pending compaction request: what it asks and when it was filed (its identity when it
+    is consumed, with the summary it asked for)."""
 
     instruction: str | None
     """What the summary should focus on, if the requester said."""
