@@ -219,7 +219,7 @@ def test_the_full_run_says_how_long_it_takes_before_it_starts() -> None:
 
     assert result.returncode == 0, result.stderr
     first = (result.stdout + result.stderr).splitlines()[0]
-    assert "about 10 minutes" in first and "scripts/test --quick" in first, first
+    assert "about 15 minutes" in first and "scripts/test --quick" in first, first
     assert "test_notebook.py::" in result.stdout  # the full run keeps the slow tests
 
 

@@ -445,7 +445,7 @@ async def test_the_async_path_sends_the_same_bytes(make_graph: GraphFactory) -> 
 
 _WORKER = """
 import hashlib, json, sys
-sys.path.insert(0, {tests!r})
+sys.path[:0] = [{tests!r}, {tests!r} + "/pruning"]
 from test_prune import CONFIG, agent_run, dump
 from langgraph_compaction import SummaryStore, create_compaction_graph
 from traces import model_call_points
