@@ -68,12 +68,8 @@ from demo_data import DEMO_THREAD_ID, DEMO_TURNS
 from quickstart import TranscriptDigestSummarizer
 
 from langgraph_compaction.summary.checks import not_a_summary
-from langgraph_compaction.summary.prompts import (
-    DEFAULT_SUMMARY_PROMPT,
-    DEFAULT_UPDATE_PROMPT,
-    fill_prompt,
-    render_transcript,
-)
+from langgraph_compaction.config.prompts import DEFAULT_SUMMARY_PROMPT, DEFAULT_UPDATE_PROMPT
+from langgraph_compaction.summary.prompts import fill_prompt, render_transcript
 
 WINDOW_STARTS = (0, 25, 49, 73)
 """Where each window of the 96 messages starts: the demo's two cuts, then two more."""

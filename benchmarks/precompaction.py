@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from conversations import graph_input
 from traces import concatenate_sessions, load_swe_gym, load_tau_bench_airline, model_call_points
 
-from langgraph_compaction import SummaryStore, _background, create_compaction_graph
+from langgraph_compaction import SummaryStore, create_compaction_graph, precompaction
 from langgraph_compaction.config.triggers import find_keep_start
 
 
@@ -181,11 +181,11 @@ def replay(
     added: list[float] = []
     turns = covered = 0
     groups: dict[str, Tally] = {}
-    planner, fewer = _background.keep_start_at_trigger, _background.in_fewer_calls
+    planner, fewer = precompaction.keep_start_at_trigger, precompaction.in_fewer_calls
     if planning == "old":
-        _background.keep_start_at_trigger = plan_cutoff_now
+        precompaction.keep_start_at_trigger = plan_cutoff_now
     if planning in ("old", "trigger"):
-        _background.in_fewer_calls = every_call
+        precompaction.in_fewer_calls = every_call
     try:
         with tempfile.TemporaryDirectory(prefix="compaction-precompact-") as tmp:
             store = SummaryStore(f"sqlite:///{Path(tmp) / 'summaries.db'}")
@@ -225,7 +225,7 @@ def replay(
                 groups.setdefault(name.split()[0], Tally()).add(tally)
             store.close()
     finally:
-        _background.keep_start_at_trigger, _background.in_fewer_calls = planner, fewer
+        precompaction.keep_start_at_trigger, precompaction.in_fewer_calls = planner, fewer
     print(file=sys.stderr)
     calls, tokens = summarizer.calls, summarizer.input_tokens
     return ModeResult(mode, added, calls, tokens, turns, covered, groups)
