@@ -67,8 +67,8 @@ from agent_loop import MAX_SUMMARY_TOKENS, ReplayAgent, Summarizer, open_demo, r
 from demo_data import DEMO_THREAD_ID, DEMO_TURNS
 from quickstart import TranscriptDigestSummarizer
 
-from langgraph_compaction.summary.checks import not_a_summary
 from langgraph_compaction.config.prompts import DEFAULT_SUMMARY_PROMPT, DEFAULT_UPDATE_PROMPT
+from langgraph_compaction.summary.checks import not_a_summary
 from langgraph_compaction.summary.prompts import fill_prompt, render_transcript
 
 WINDOW_STARTS = (0, 25, 49, 73)
