@@ -10,6 +10,7 @@ from langgraph_compaction.store.db.storable_text import storable
 from langgraph_compaction.store.records import (
     CompactionRequest,
     IndexedMessage,
+    IntegrityColumns,
     RecalledMessage,
     ReviewDraft,
     SummaryRecord,
@@ -22,6 +23,7 @@ from langgraph_compaction.store.summary_store import SummaryStore
 __all__ = [
     "CompactionRequest",
     "IndexedMessage",
+    "IntegrityColumns",
     "Lease",
     "RecalledMessage",
     "ReviewDraft",

@@ -16,6 +16,7 @@ from langgraph_compaction.store.database import Database
 from langgraph_compaction.store.records import (
     CompactionRequest,
     IndexedMessage,
+    IntegrityColumns,
     NewSummary,
     SummaryKind,
     SummaryRecord,
@@ -96,6 +97,7 @@ class Plumbing(RequestsAndDrafts):
         input_tokens: int | None = None,
         output_tokens: int | None = None,
         cache_read_tokens: int | None = None,
+        integrity: IntegrityColumns | None = None,
     ) -> SummaryRecord:
         """Store a summary as the thread's next version, in one transaction.
 
@@ -113,13 +115,17 @@ class Plumbing(RequestsAndDrafts):
         ``input_tokens``, ``output_tokens``, ``cache_read_tokens``: what the summary call(s)
         cost as the model reported them (the sum over several calls); None, stored as NULL,
         when it reported nothing: never pass 0 for "not reported".
+        ``integrity``: what the integrity check (DESIGN 6.13) found for this summary (the
+        identifiers it kept, the ledger lines appended and dropped, the artifacts, whether it
+        was repaired, the ledger's items as JSON), stored in the ``integrity_*`` columns;
+        None, stored as NULLs, when no check ran (the check turned off).
 
         Returns:
             The stored row, with its id, version and created_at.
 
         Raises:
-            ValueError: the summary is blank or a field invalid (a usage count negative, say);
-                nothing is stored.
+            ValueError: the summary is blank or a field invalid (a usage count negative, say,
+                or ``integrity`` not an IntegrityColumns); nothing is stored.
             ThreadDeletedError: the thread's generation is no longer ``generation``.
             SummaryStoreError: the database failed; nothing is stored.
         """
@@ -139,6 +145,7 @@ class Plumbing(RequestsAndDrafts):
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             cache_read_tokens=cache_read_tokens,
+            integrity=integrity,
         )
         op = ops.insert_summary(new, self._retention, generation, recall_messages, steered, request)
         return self._db.run(op, write=True, attempts=_ADD_ATTEMPTS)
@@ -165,6 +172,7 @@ class Plumbing(RequestsAndDrafts):
         input_tokens: int | None = None,
         output_tokens: int | None = None,
         cache_read_tokens: int | None = None,
+        integrity: IntegrityColumns | None = None,
     ) -> SummaryRecord:
         """Async :meth:`add_summary`."""
         new = NewSummary(
@@ -183,6 +191,7 @@ class Plumbing(RequestsAndDrafts):
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             cache_read_tokens=cache_read_tokens,
+            integrity=integrity,
         )
         op = ops.insert_summary(new, self._retention, generation, recall_messages, steered, request)
         return await self._db.arun(op, write=True, attempts=_ADD_ATTEMPTS)

@@ -1,5 +1,5 @@
 """The values the store hands out (SummaryRecord, ReviewDraft, ThreadState, RecalledMessage)
-and takes in.
+and takes in (NewSummary with its IntegrityColumns, IndexedMessage).
 
 Plain frozen dataclasses: they cross threads and event loops, hash, and compare by value.
 A SummaryRecord's fields are named exactly like the ``compaction_summaries`` columns.
@@ -18,10 +18,12 @@ from typing import Any, Literal, get_args
 from langgraph_compaction.store.db.storable_text import storable
 
 __all__ = [
+    "INTEGRITY_FIELDS",
     "RECORD_FIELDS",
     "USAGE_FIELDS",
     "CompactionRequest",
     "IndexedMessage",
+    "IntegrityColumns",
     "NewSummary",
     "RecalledMessage",
     "ReviewDraft",
@@ -32,6 +34,7 @@ __all__ = [
     "check_calibration",
     "check_usage",
     "indexed_messages",
+    "integrity_values",
     "message_ids",
     "record_from_row",
 ]
@@ -87,6 +90,22 @@ class SummaryRecord:
     cache_read_tokens: int | None = None
     """Input tokens the row's summary call(s) read from the provider's prompt cache; None
     when not reported."""
+    integrity_identifiers: int | None = None
+    """Identifiers found in the messages the summary newly covers (DESIGN 6.13); this and the
+    other ``integrity_*`` fields are None when no check ran: a row older than schema 7, the
+    check turned off, a person's edit."""
+    integrity_kept: int | None = None
+    """Of those, how many the summary text held verbatim before any ledger."""
+    integrity_appended: int | None = None
+    """Ledger lines appended to the summary (missing identifiers and artifacts)."""
+    integrity_dropped: int | None = None
+    """Ledger lines left out for lack of ``integrity.ledger_tokens``."""
+    integrity_artifacts: int | None = None
+    """Artifacts (tool, identifying argument) found in the covered tool calls."""
+    integrity_repaired: bool | None = None
+    """Whether the summary was asked for once more, naming what it missed."""
+    integrity_items: str | None = None
+    """The ledger's items as JSON text, which the next update merges."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +172,50 @@ class CompactionRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class IntegrityColumns:
+    """What the integrity check (DESIGN 6.13) found for a new summary, as its row stores it in
+    the ``integrity_*`` columns; checked on creation.
+
+    Raises:
+        ValueError: naming the field: a count not an int >= 0, ``kept`` above
+            ``identifiers``, ``repaired`` not a bool, or ``items`` not JSON text.
+    """
+
+    identifiers: int
+    """Identifiers in the messages the summary newly covers."""
+    kept: int
+    """How many of them the summary text held verbatim (at most ``identifiers``)."""
+    appended: int
+    """Ledger lines appended after the summary."""
+    dropped: int
+    """Ledger lines left out for lack of budget."""
+    artifacts: int
+    """Artifacts found in the covered tool calls."""
+    repaired: bool
+    """Whether the summary was asked for once more."""
+    items: str
+    """The ledger's items, JSON text."""
+
+    def __post_init__(self) -> None:
+        for name in ("identifiers", "kept", "appended", "dropped", "artifacts"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"IntegrityColumns.{name} must be an int >= 0, got {value!r}")
+        if self.kept > self.identifiers:
+            raise ValueError(
+                f"IntegrityColumns.kept ({self.kept}) exceeds identifiers ({self.identifiers})"
+            )
+        if not isinstance(self.repaired, bool):
+            raise ValueError(f"IntegrityColumns.repaired must be a bool, got {self.repaired!r}")
+        try:
+            if not isinstance(self.items, str):
+                raise TypeError(f"got {self.items!r}")
+            json.loads(self.items)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"IntegrityColumns.items must be JSON text (a str): {exc}") from None
+
+
+@dataclass(frozen=True, slots=True)
 class NewSummary:
     """A summary to insert, checked on creation so that a bad one never reaches the database.
 
@@ -160,7 +223,8 @@ class NewSummary:
 
     Raises:
         ValueError: the summary is blank, the kind unknown, the prefix hash empty, a count
-            negative, or a usage count neither None nor an int >= 0.
+            negative, a usage count neither None nor an int >= 0, or ``integrity`` neither
+            None nor an IntegrityColumns.
     """
 
     thread_id: str
@@ -178,9 +242,15 @@ class NewSummary:
     input_tokens: int | None = None
     output_tokens: int | None = None
     cache_read_tokens: int | None = None
+    integrity: IntegrityColumns | None = None
+    """What the integrity check found (the ``integrity_*`` columns); None stores NULLs."""
 
     def __post_init__(self) -> None:
         check_usage(self.input_tokens, self.output_tokens, self.cache_read_tokens)
+        if self.integrity is not None and not isinstance(self.integrity, IntegrityColumns):
+            raise ValueError(
+                f"integrity must be an IntegrityColumns or None (no check), got {self.integrity!r}"
+            )
         if not self.summary.strip():
             raise ValueError("summary is blank; a summary call that returns no text is a failure")
         if self.kind not in get_args(SummaryKind):
@@ -313,17 +383,30 @@ def check_calibration(ratio: float) -> float:
     return ratio
 
 
+INTEGRITY_FIELDS = tuple(f"integrity_{f.name}" for f in dataclasses.fields(IntegrityColumns))
+"""The integrity columns of ``compaction_summaries`` (schema 7), in IntegrityColumns' order."""
+
+
+def integrity_values(integrity: IntegrityColumns | None) -> dict[str, Any]:
+    """The ``integrity_*`` column values of a new row: all None (NULL) without a check."""
+    if integrity is None:
+        return dict.fromkeys(INTEGRITY_FIELDS)
+    values = (getattr(integrity, name.removeprefix("integrity_")) for name in INTEGRITY_FIELDS)
+    return dict(zip(INTEGRITY_FIELDS, values, strict=True))
+
+
 RECORD_FIELDS = tuple(field.name for field in dataclasses.fields(SummaryRecord))
 """SummaryRecord's fields in order; a query selects these columns, in this order."""
+
+_RESCUED = RECORD_FIELDS.index("rescued_message_ids")
 
 
 def record_from_row(row: Sequence[Any]) -> SummaryRecord:
     """Turn one row of the :data:`RECORD_FIELDS` columns into a SummaryRecord.
 
     Positional on purpose: building a mapping per row costs more than the query itself.
-    ``rescued_message_ids`` (JSON text in the row) comes fifth from last, before
-    ``revoked_at`` and the three usage counts.
+    ``rescued_message_ids`` is JSON text in the row, read into a tuple; every other column
+    is the field's value as it is.
     """
-    *values, ids, revoked_at, input_tokens, output_tokens, cache_read = row
-    rescued = tuple(json.loads(ids))
-    return SummaryRecord(*(*values, rescued, revoked_at, input_tokens, output_tokens, cache_read))
+    rescued = tuple(json.loads(row[_RESCUED]))
+    return SummaryRecord(*(*row[:_RESCUED], rescued, *row[_RESCUED + 1 :]))

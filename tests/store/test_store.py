@@ -435,11 +435,11 @@ def test_lookups_use_an_index_and_take_under_a_millisecond(tmp_path: Path) -> No
     stamp = datetime.now(UTC).isoformat(timespec="microseconds")
     rows = [
         (uuid4().hex, f"t{t}", b.ns, v, None, "m", 1, f"p{v}", "text " * 200, 1, 1, "update",
-         None, stamp, "[]", None, None, None, None, None)
+         None, stamp, "[]", None, None, None, None, None, *[None] * 7)  # integrity: schema 7
         for t in range(200) for v in range(1, 21)
     ]  # fmt: skip
     with raw_sqlite(tmp_path / "store.db") as raw:
-        raw.executemany(f"INSERT INTO compaction_summaries VALUES ({','.join('?' * 20)})", rows)
+        raw.executemany(f"INSERT INTO compaction_summaries VALUES ({','.join('?' * 27)})", rows)
         for stmt in (_tables._NEWEST_FIRST, _tables._BY_PREFIX):
             sql = str(stmt.compile(dialect=sqlite_dialect.dialect()))
             plan = raw.execute(f"EXPLAIN QUERY PLAN {sql}", (1,) * sql.count("?")).fetchall()

@@ -3,10 +3,11 @@
 ``inspect`` without ``--thread``: one line per thread (its newest summary, failures,
 calibration, pinned messages and a pending compaction request) and what its summary calls
 cost (summed over its stored versions, revoked ones too: their calls were made); with
-``--thread``: every stored version of that thread, with its lineage, edits, revocations and
-usage (an unknown thread is an error, exit status 1);
+``--thread``: every stored version of that thread, with its lineage, edits, revocations,
+usage and integrity figures (an unknown thread is an error, exit status 1);
 ``--full`` prints whole summaries (see ``store.cli.render``, which fits it all in 100 columns).
-``--json`` prints the same data for scripts. ``inspect`` and ``check`` (the consistency check,
+``--json`` prints the same data for scripts (a version's ``integrity_items`` as the JSON it
+holds). ``inspect`` and ``check`` (the consistency check,
 exit status 1 when it finds a problem) only read: they never create tables or switch a SQLite
 file to WAL. ``migrate`` creates or upgrades the tables, as opening a store would. ``edit``
 and ``revoke`` (``store.cli.edit``) change a thread's summaries in a store that exists. Every
@@ -200,6 +201,8 @@ def _versions(
 def _summary_fields(row: Any, columns: list[Column[Any]], full: bool) -> dict[str, Any]:
     fields = {c.name: _plain(row[c.name]) for c in columns if c.name != "summary"}
     fields["rescued_message_ids"] = json.loads(row["rescued_message_ids"])
+    if fields.get("integrity_items") is not None:  # schema 7; NULL: no check ran
+        fields["integrity_items"] = _json_or_text(fields["integrity_items"])
     # A parent deleted by retention is gone, but schema 2 still stores its version.
     gone = row["parent_id"] is not None and row["parent_row_version"] is None
     fields["parent_version"] = row["parent_row_version"] or fields.get("parent_version")
@@ -208,6 +211,14 @@ def _summary_fields(row: Any, columns: list[Column[Any]], full: bool) -> dict[st
     if full:
         fields["summary"] = row["summary"]
     return fields
+
+
+def _json_or_text(text: str) -> Any:
+    """The JSON value ``text`` holds; the text itself when it is not JSON (``check`` says so)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def _plain(value: Any) -> Any:

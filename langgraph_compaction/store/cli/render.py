@@ -5,8 +5,9 @@ them whole; a revoked newest version says so), a line per thread with failures, 
 pinned messages or a pending compaction request, then a second table of what each thread's
 summary calls cost (``n/a`` where no version reported a count: unknown is never shown as 0).
 With ``--thread``: a block per stored version (its kind, ``edited`` for a person's text, and
-``REVOKED`` on a line of its own when withdrawn), its figures and usage on two lines and a
-preview of its text, or, with ``--full``, the whole text.
+``REVOKED`` on a line of its own when withdrawn), its figures and usage on two lines, what the
+integrity check found on a third (none when no check ran) and a preview of its text, or, with
+``--full``, the whole text.
 Without ``--thread``, ``--full`` prints each thread's newest summary whole.
 """
 
@@ -186,6 +187,26 @@ def _version_usage(v: dict[str, Any]) -> str:
     return "usage " + ", ".join(f"{_count(count)} {label}" for count, label in cells)
 
 
+_INTEGRITY = (
+    "integrity_identifiers", "integrity_kept", "integrity_appended", "integrity_dropped",
+    "integrity_artifacts", "integrity_repaired",
+)  # fmt: skip
+
+
+def _version_integrity(v: dict[str, Any]) -> list[str]:
+    """``integrity  ids 12/15 kept  ledger +3 -1  artifacts 4  repaired no``; nothing when no
+    check ran (a row older than schema 7, the check off, an edit), ``-`` for one NULL."""
+    found, kept, appended, dropped, artifacts, repaired = (v.get(k) for k in _INTEGRITY)
+    if all(value is None for value in (found, kept, appended, dropped, artifacts, repaired)):
+        return []
+    figures = (
+        f"integrity  ids {_num(kept)}/{_num(found)} kept  "
+        f"ledger +{_num(appended)} -{_num(dropped)}  artifacts {_num(artifacts)}  "
+        f"repaired {'-' if repaired is None else 'yes' if repaired else 'no'}"
+    )
+    return wrap(figures, indent=_INDENT)
+
+
 def _thread_notes(e: dict[str, Any]) -> list[str]:
     """Calibration and the last failure of a thread, when it has them, wrapped."""
     parts = []
@@ -220,7 +241,7 @@ def _version_block(v: dict[str, Any], full: bool) -> list[str]:
     second = f"created {_stamp(v['created_at'])} UTC  model {v.get('model') or '-'}"
     if "input_tokens" in v:  # schema 6
         second += f"  {_version_usage(v)}"
-    lines = [*wrap(first), *wrap(second, indent=_INDENT)]
+    lines = [*wrap(first), *wrap(second, indent=_INDENT), *_version_integrity(v)]
     if v.get("revoked_at"):  # rare, and the second line is full with the usage
         lines.append(f"{_INDENT}REVOKED {_stamp(v['revoked_at'])} UTC")
     if full:

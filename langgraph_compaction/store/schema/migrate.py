@@ -50,7 +50,7 @@ __all__ = [
     "stored_schema_version",
 ]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """The schema this package reads and writes."""
 
 HEAD_REVISION = f"{SCHEMA_VERSION:04d}"

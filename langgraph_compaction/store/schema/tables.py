@@ -1,7 +1,8 @@
 """The store's tables: what a person sees in a SQLite browser or psql.
 
-Every column is a plain value a person can read: text, integers, a float, ISO-8601 timestamps (on
-SQLite) and a JSON array of message ids; no pickles or blobs. The statements on them are in
+Every column is a plain value a person can read: text, integers, a float, a boolean (0 or 1 on
+SQLite), ISO-8601 timestamps (on SQLite), a JSON array of message ids and the integrity ledger's
+items as JSON text; no pickles or blobs. The statements on them are in
 ``store.sql.summaries`` (summaries), ``store.sql.threads``, ``store.sql.leases``,
 ``store.sql.controls``, ``store.sql.edits`` and ``store.sql.search``; the migrations in
 ``migrations/versions`` produce exactly this schema.
@@ -13,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
+    Boolean,
     CheckConstraint,
     Column,
     Dialect,
@@ -115,6 +117,15 @@ summaries = Table(
     # What the summarizer reported the row's calls cost (schema version 6); NULL when it
     # reported nothing, and for an edit, which made no model call.
     *usage_columns(),
+    # What the integrity check found (schema version 7, DESIGN 6.13); NULL when no check ran:
+    # a row older than 7, the check turned off, an edit. items: the ledger's items, JSON text.
+    Column("integrity_identifiers", Integer, nullable=True),
+    Column("integrity_kept", Integer, nullable=True),
+    Column("integrity_appended", Integer, nullable=True),
+    Column("integrity_dropped", Integer, nullable=True),
+    Column("integrity_artifacts", Integer, nullable=True),
+    Column("integrity_repaired", Boolean, nullable=True),
+    Column("integrity_items", Text, nullable=True),
     CheckConstraint("kind IN ('initial', 'update', 'edited')", name="ck_compaction_summaries_kind"),
     # No foreign key on parent_id: retention deletes old versions, so the oldest remaining
     # row may name a parent that is gone.

@@ -122,7 +122,7 @@ def edit_summary(
         model=None,
         created_at=datetime.now(UTC),
         rescued_message_ids=base.rescued_message_ids,
-    )
+    )  # no usage, no integrity figures (NULL): a person's text made no model call nor check
     values = {
         **dataclasses.asdict(record),
         "rescued_message_ids": json.dumps(list(record.rescued_message_ids)),

@@ -4,9 +4,10 @@ It reports, in plain sentences, every way the rows break the store's own rules: 
 malformed summary, two rows of one thread with the same version or two in use (neither
 edited nor revoked) with the same prefix, a parent that belongs elsewhere, is not older, or
 is missing without retention having trimmed it, a negative usage count (of a summary or a
-review), an edit of the same prefix as its parent with another boundary, a revocation dated
-before its row, per-thread state out of range (a negative control version, a request
-instruction without a request), a blank pin or review,
+review), integrity figures out of range (a negative count, more identifiers kept than found,
+ledger items that are not JSON), an edit of the same prefix as its parent with another
+boundary, a revocation dated before its row, per-thread state out of range (a negative control
+version, a request instruction without a request), a blank pin or review,
 a deletion generation below 1, a lease without an owner or that expires before it was taken,
 an indexed message whose content hash does not match its text or whose position is
 negative, and (SQLite) a full-text index out of step with its table. On SQLite it runs
@@ -21,7 +22,12 @@ from typing import Any, get_args
 
 from sqlalchemy import Connection, func, or_, select
 
-from langgraph_compaction.store.records import USAGE_FIELDS, IndexedMessage, SummaryKind
+from langgraph_compaction.store.records import (
+    INTEGRITY_FIELDS,
+    USAGE_FIELDS,
+    IndexedMessage,
+    SummaryKind,
+)
 from langgraph_compaction.store.schema.fulltext import FTS_TABLE
 from langgraph_compaction.store.schema.migrate import HEAD_REVISION, current_revision
 from langgraph_compaction.store.sql.search import content_hash
@@ -98,6 +104,7 @@ def _row_problems(conn: Connection) -> list[str]:
         _S.input_tokens,
         _S.output_tokens,
         _S.cache_read_tokens,
+        *(_S[name] for name in INTEGRITY_FIELDS),
     )
     for row in conn.execution_options(yield_per=1000).execute(stmt):
         where = f"summary {row.id}"
@@ -116,6 +123,25 @@ def _row_problems(conn: Connection) -> list[str]:
                 problems.append(f"{where}: negative {name}")
         if not _is_id_list(row.rescued_message_ids):
             problems.append(f"{where}: rescued_message_ids is not a JSON list of ids")
+        problems += [f"{where}: {problem}" for problem in _integrity_problems(row)]
+    return problems
+
+
+_COUNTS = INTEGRITY_FIELDS[:5]
+"""identifiers, kept, appended, dropped, artifacts: the integrity columns that count."""
+
+
+def _integrity_problems(row: Any) -> list[str]:
+    """The integrity figures (schema 7), each NULL when no check ran."""
+    problems = [f"negative {name}" for name in _COUNTS if (getattr(row, name) or 0) < 0]
+    kept, found = row.integrity_kept, row.integrity_identifiers
+    if kept is not None and found is not None and kept > found:
+        problems.append(f"integrity_kept {kept} exceeds integrity_identifiers {found}")
+    if row.integrity_items is not None:
+        try:
+            json.loads(row.integrity_items)
+        except ValueError:
+            problems.append("integrity_items is not JSON text")
     return problems
 
 

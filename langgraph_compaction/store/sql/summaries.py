@@ -31,6 +31,7 @@ from langgraph_compaction.store.records import (
     RECORD_FIELDS,
     NewSummary,
     SummaryRecord,
+    integrity_values,
     record_from_row,
 )
 from langgraph_compaction.store.schema.tables import (
@@ -143,8 +144,11 @@ def insert_summary(
     if existing is not None:
         return existing
     row_id = uuid4().hex
+    fields = {f.name: getattr(new, f.name) for f in dataclasses.fields(new)}
+    integrity = integrity_values(fields.pop("integrity"))  # flattened into its columns
     values = {
-        **dataclasses.asdict(new),
+        **fields,
+        **integrity,
         "id": row_id,
         "version": next_version(conn, new.thread_id, new.namespace),
         "parent_version": _parent_version(conn, new),
