@@ -201,10 +201,14 @@ def _version_integrity(v: dict[str, Any]) -> list[str]:
         return []
     figures = (
         f"integrity  ids {_num(kept)}/{_num(found)} kept  "
-        f"ledger +{_num(appended)} -{_num(dropped)}  artifacts {_num(artifacts)}  "
+        f"ledger {_signed('+', appended)} {_signed('-', dropped)}  artifacts {_num(artifacts)}  "
         f"repaired {'-' if repaired is None else 'yes' if repaired else 'no'}"
     )
     return wrap(figures, indent=_INDENT)
+
+
+def _signed(sign: str, count: int | None) -> str:
+    return "-" if count is None else f"{sign}{count:,}"
 
 
 def _thread_notes(e: dict[str, Any]) -> list[str]:
