@@ -35,6 +35,7 @@ from pydantic import (
 from langgraph_compaction.config.parts import (
     ConfigModel,
     ContextSize,
+    IntegrityConfig,
     KeepSize,
     PruningConfig,
     RecallConfig,
@@ -156,6 +157,8 @@ class CompactionConfig(ConfigModel):
     cache_breakpoint: bool = False
     """True: the summary message's content carries ``cache_control: {"type": "ephemeral"}``
     (Anthropic prompt caching), so a reused summary is read from the provider's cache."""
+    integrity: IntegrityConfig = Field(default_factory=IntegrityConfig)
+    """The identifier check and ledger of every new summary (on by default)."""
     review: bool = False
     """True: a new summary is put to a person (LangGraph ``interrupt()``) before its first
     use; needs a checkpointer on the parent graph."""

@@ -1,4 +1,5 @@
-"""The configuration's building blocks: the shared model base, sizes, pruning and recall.
+"""The configuration's building blocks: the shared model base, sizes, pruning, recall and
+integrity.
 
 Every model is frozen, forbids unknown keys, and accepts snake_case or camelCase spellings;
 ``config.compaction`` assembles them into ``CompactionConfig`` and explains validation errors.
@@ -30,6 +31,7 @@ __all__ = [
     "ConfigModel",
     "ContextSize",
     "HardClearConfig",
+    "IntegrityConfig",
     "KeepSize",
     "PruningConfig",
     "RecallConfig",
@@ -277,3 +279,20 @@ class RecallConfig(ConfigModel):
                 "must be 1-64 letters, digits, '_' or '-' (a tool name providers accept)"
             )
         return value
+
+
+class IntegrityConfig(ConfigModel):
+    """What survives a compaction (DESIGN 6.13): every new summary is checked for the
+    identifiers and tool artifacts of the messages it covers, and what the model dropped is
+    appended to it as a ledger."""
+
+    enabled: bool = True
+    """False: the summary is stored as the summarizer wrote it, and no figures are kept."""
+    ledger_tokens: count = 400
+    """Tokens the ledger may take after the summary's prose (``max_summary_tokens`` caps the
+    prose alone). 0 keeps the check and its figures, and appends nothing."""
+    repair: bool = False
+    """True: when the summary keeps less than ``min_kept`` of the user's identifiers, ask the
+    summarizer once more, naming the missing ones (one more call, counted in the report)."""
+    min_kept: ratio = 0.5
+    """Share of the user's identifiers a summary must keep before ``repair`` asks again."""

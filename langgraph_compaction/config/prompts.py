@@ -1,4 +1,5 @@
-"""The built-in summary prompts: the defaults of ``summary_prompt`` and ``update_prompt``.
+"""The built-in summary prompts: the defaults of ``summary_prompt`` and ``update_prompt``, and
+the repair prompt (``integrity.repair``).
 
 ``{messages}`` marks where the transcript goes and ``{summary}`` the previous summary
 (``summary.prompts`` fills them); the instruction comes after the transcript, which small
@@ -7,7 +8,7 @@ models need.
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_SUMMARY_PROMPT", "DEFAULT_UPDATE_PROMPT"]
+__all__ = ["DEFAULT_SUMMARY_PROMPT", "DEFAULT_UPDATE_PROMPT", "REPAIR_PROMPT"]
 
 DEFAULT_SUMMARY_PROMPT = """Below is the conversation between a user and an AI assistant so far.
 
@@ -46,3 +47,17 @@ the new messages say, and drop what they make obsolete. Keep the same sections (
 Constraints & Preferences, Progress, Key Decisions, Next Steps, Critical Context), the
 language the user writes in, and every identifier verbatim. Reply with the updated summary
 only."""
+
+
+REPAIR_PROMPT = """Here is a checkpoint summary of a conversation:
+
+<summary>
+{summary}
+</summary>
+
+It leaves out these identifiers from the user's messages, which the assistant still needs
+verbatim:
+{missing}
+
+Rewrite the summary so that it states each of them verbatim where it belongs, and keep
+everything else it says, its sections and its language. Reply with the summary only."""

@@ -196,6 +196,7 @@ def assemble(
         pinned_count=pinned,
         unpinned_over_budget=unpinned,
         error=storable(error) if error else None,  # JSON-safe, as the event's
+        integrity=outcome.integrity if outcome.action == "summarized" else None,
     )
     return output, report
 

@@ -17,7 +17,7 @@ from typing_extensions import TypedDict
 
 from langgraph_compaction.config.run_control import NO_CONTROL, RunControl
 from langgraph_compaction.content.history_scan import HistoryScan
-from langgraph_compaction.pipeline.report import SummaryUsage
+from langgraph_compaction.pipeline.report import IntegrityReport, SummaryUsage
 from langgraph_compaction.pipeline.state import CompactionState
 from langgraph_compaction.store import SummaryRecord, ThreadState
 
@@ -108,6 +108,8 @@ class Outcome:
     """A summary reply was cut at ``max_summary_tokens`` (by the provider, or by the cap)."""
     usage: SummaryUsage | None = None
     """What this call's summary calls cost as reported (None: no summary call ran)."""
+    integrity: IntegrityReport | None = None
+    """The identifier check of the summary this call stored (None: none was stored)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["CompactionAction", "CompactionReport", "ContextGauge", "SummaryUsage"]
+__all__ = [
+    "CompactionAction",
+    "CompactionReport",
+    "ContextGauge",
+    "IntegrityReport",
+    "SummaryUsage",
+]
 
 CompactionAction = Literal["passthrough", "reused", "summarized", "pruned", "failed"]
 
@@ -40,6 +46,27 @@ class SummaryUsage:
     output_tokens: int | None = None
     cache_read_tokens: int | None = None
     """Input tokens the provider served from its prompt cache (part of ``input_tokens``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class IntegrityReport:
+    """What the identifier check of a new summary found (DESIGN 6.13)."""
+
+    identifiers: int
+    """Distinct identifiers the summary covers: those of the messages it newly covers, and
+    the previous summary's again (so one an update dropped is checked like a new one)."""
+    kept: int
+    """Of those, how many the summary's own text holds verbatim."""
+    appended: int
+    """Lines written to the ledger after the summary: missing identifiers and artifacts."""
+    dropped: int
+    """Missing identifiers and artifacts that did not fit ``integrity.ledger_tokens`` (total
+    recall still finds them when it is on)."""
+    artifacts: int
+    """Distinct artifacts of the tool trail (one per tool and identifying argument)."""
+    repaired: bool = False
+    """A repair call was made (``integrity.repair``): the first reply kept too few of the
+    user's identifiers."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,3 +134,6 @@ class CompactionReport:
     """Pinned messages that did not fit ``pin_budget`` and went to the summary."""
     error: str | None = None
     """Why the call failed, when ``action`` is ``failed``."""
+    integrity: IntegrityReport | None = None
+    """The identifier check of the summary this call made; None when it made none (a reuse,
+    a pass-through, a failure) or ``integrity.enabled`` is false."""

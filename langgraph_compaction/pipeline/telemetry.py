@@ -46,6 +46,11 @@ def span_attributes(
         attributes["compaction.summary_version"] = report.summary_version
     if thread_id:
         attributes["gen_ai.conversation.id"] = thread_id
+    integrity = report.integrity
+    if integrity is not None:
+        for name in ("identifiers", "kept", "appended", "dropped", "artifacts"):
+            attributes[f"compaction.integrity.{name}"] = getattr(integrity, name)
+        attributes["compaction.integrity.repaired"] = integrity.repaired
     usage = report.summary_usage
     if usage is not None:
         for name, value in (

@@ -10,7 +10,9 @@ compactor's text is its own). Either reply must pass the not-a-summary check and
 ``max_summary_tokens``; a failure is a value (``Failure``), so the caller
 can try the fallback model or apply the failure policy. Every call runs labelled as the caller
 says (``labels``, from ``summary.model_call.summary_labels``), and what the answered calls reported
-as usage is summed into the draft (a failed one too: a failure was paid for).
+as usage is summed into the draft (a failed one too: a failure was paid for). A new draft is
+then checked for the identifiers and artifacts it must keep, its ledger appended
+(``summary.verify``, DESIGN 6.13).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from langgraph_compaction.errors import SummarizerError
 from langgraph_compaction.pipeline.context import Pipeline
 from langgraph_compaction.pipeline.effects import Step, next_version, perform
 from langgraph_compaction.pipeline.records import Measured, Partition
-from langgraph_compaction.pipeline.report import SummaryUsage
+from langgraph_compaction.pipeline.report import IntegrityReport, SummaryUsage
 from langgraph_compaction.summary.cap import cap_summary
 from langgraph_compaction.summary.checks import not_a_summary
 from langgraph_compaction.summary.chunks import ChunkPlan, plan_chunks, transcript_tokens
@@ -45,6 +47,7 @@ from langgraph_compaction.summary.model_call import (
 )
 from langgraph_compaction.summary.prompts import add_instructions, fill_prompt, render_transcript
 from langgraph_compaction.summary.tidy import prompt_tags, tidy_reply
+from langgraph_compaction.summary.verify import verified
 
 __all__ = [
     "Draft",
@@ -71,6 +74,10 @@ class Draft:
     summary_cut: bool = False
     usage: SummaryUsage | None = None
     """What its calls cost as reported (None: no call made it, as with a person's text)."""
+    integrity: IntegrityReport | None = None
+    """Its identifier check (``text`` then ends with the ledger); None: not checked."""
+    integrity_items: str | None = None
+    """The trail it was checked against, as JSON, stored with the row."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,13 +247,28 @@ def draft_summary(pipe: Pipeline, measured: Measured, plan: Partition) -> Step[D
         }
     )
     if compactor is None:
-        return (yield from draft_by_models(pipe, models, chunks, previous, instruction, labels))
-    made = yield from draft_by_compactor(pipe, compactor, evicted, previous, instruction, labels)
-    if isinstance(made, Failure) and models:  # the fallback model, once
-        first = made
-        made = yield from draft_by_models(
-            pipe, models, chunks, previous, instruction, labels, first.calls, first.usage
+        made = yield from draft_by_models(pipe, models, chunks, previous, instruction, labels)
+    else:
+        made = yield from draft_by_compactor(
+            pipe, compactor, evicted, previous, instruction, labels
         )
-        if isinstance(made, Failure):
-            made = replace(made, error=f"{first.error}; then {made.error}")
-    return made
+        if isinstance(made, Failure) and models:  # the fallback model, once
+            first = made
+            made = yield from draft_by_models(
+                pipe, models, chunks, previous, instruction, labels, first.calls, first.usage
+            )
+            if isinstance(made, Failure):
+                made = replace(made, error=f"{first.error}; then {made.error}")
+    if isinstance(made, Failure) or not config.integrity.enabled:
+        return made
+    # The check and ledger of DESIGN 6.13, whoever wrote the text; a repair uses the model
+    # that worked (``models`` lost the ones that failed for good).
+    checked = yield from verified(pipe, measured, plan, made.text, models, labels)
+    return replace(
+        made,
+        text=checked.text,
+        calls=made.calls + checked.calls,
+        usage=add_usage(made.usage, checked.usage) if checked.calls else made.usage,
+        integrity=checked.report,
+        integrity_items=checked.items,
+    )

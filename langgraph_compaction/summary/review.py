@@ -10,9 +10,10 @@ be stored, and the summary is paid for once).
 The answer (the value of ``Command(resume=...)``):
 
 - ``{"action": "accept"}``: the draft is stored as the summary (kind ``initial`` or
-  ``update``) and used from this call on;
+  ``update``), its ledger as shown, and used from this call on;
 - ``{"action": "edit", "summary": "..."}``: the person's text is stored instead, as written
-  (kind ``edited``; no not-a-summary check and no cap: a person's words are theirs);
+  (kind ``edited``; no not-a-summary check and no cap: a person's words are theirs), with the
+  ledger recomputed against it (a ledger in their text is replaced, DESIGN 6.13);
 - ``{"action": "reject"}``: nothing is stored and the draft is dropped; that call goes ahead
   as after a failed summary (the newest matching summary, else drop-oldest), reports
   ``action="failed"`` with the error ``"the summary was rejected in review"`` and emits
@@ -32,7 +33,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from contextlib import suppress
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from langgraph.types import interrupt
@@ -48,13 +49,14 @@ from langgraph_compaction.pipeline.effects import (
     save_review,
 )
 from langgraph_compaction.pipeline.records import Decision, Measured, Outcome, Partition
-from langgraph_compaction.pipeline.report import SummaryUsage
+from langgraph_compaction.pipeline.report import IntegrityReport, SummaryUsage
 from langgraph_compaction.store import ReviewDraft, storable
 from langgraph_compaction.store.summary_store import plumbing
 from langgraph_compaction.summary.breaker import emit_failed
 from langgraph_compaction.summary.drafting import Draft
 from langgraph_compaction.summary.model_call import usage_columns
 from langgraph_compaction.summary.saving import DELETED, kind_of, store_summary
+from langgraph_compaction.summary.verify import recheck
 
 __all__ = [
     "REJECTED",
@@ -91,8 +93,11 @@ class ReviewAnswer:
     """The edited text (``edit`` only)."""
 
 
-def review_payload(thread_id: str, version: int, summary: str) -> dict[str, Any]:
-    """The interrupt's value: what the person is asked to review."""
+def review_payload(
+    thread_id: str, version: int, summary: str, integrity: IntegrityReport | None = None
+) -> dict[str, Any]:
+    """The interrupt's value: what the person is asked to review (the summary with its
+    ledger, and the identifier check's figures when it ran)."""
     # As stored, and as the server's JSON encoder takes it: a NUL or a lone surrogate (a
     # custom compactor's, a thread id's) becomes U+FFFD, as in the events.
     return {
@@ -100,6 +105,7 @@ def review_payload(thread_id: str, version: int, summary: str) -> dict[str, Any]
         "thread_id": storable(thread_id),
         "version": version,
         "summary": storable(summary),
+        "integrity": asdict(integrity) if integrity is not None else None,
     }
 
 
@@ -141,9 +147,11 @@ def parse_answer(value: object) -> ReviewAnswer:
     return ReviewAnswer("edit", summary.strip())
 
 
-def ask_review(thread_id: str, version: int, summary: str) -> ReviewAnswer:
+def ask_review(
+    thread_id: str, version: int, summary: str, integrity: IntegrityReport | None = None
+) -> ReviewAnswer:
     """Interrupt the run with the draft (first run), or read the answer (the resumed re-run)."""
-    return parse_answer(interrupt(review_payload(thread_id, version, summary)))
+    return parse_answer(interrupt(review_payload(thread_id, version, summary, integrity)))
 
 
 _DraftKey = tuple[str, str, str, str]
@@ -244,8 +252,13 @@ def reviewed(
 ) -> Step[Outcome]:
     """Put the draft to a person (``interrupt``), then store it, their text, or nothing."""
     ns, thread_id = pipe.settings.namespace, measured.thread_id
+    checking = pipe.settings.config.integrity.enabled
+    if checking and draft.integrity is None:  # read back from the store: the same check again
+        checked = recheck(pipe, measured, plan, draft.text)
+        draft = replace(draft, integrity=checked.report, integrity_items=checked.items)
     version = yield from perform(next_version(thread_id, ns))
-    answer = ask_review(thread_id, version, draft.text)  # raises GraphInterrupt the first time
+    # raises GraphInterrupt the first time
+    answer = ask_review(thread_id, version, draft.text, draft.integrity)
     key = draft_key(pipe, measured, plan)
     if answer.action == "reject":  # answered: a request for it is consumed with the draft
         yield from perform(drop_review(thread_id, ns, plan.prefix_hash, measured.control.request))
@@ -258,6 +271,12 @@ def reviewed(
     if answer.action == "edit":
         assert answer.summary is not None
         draft = replace(draft, text=answer.summary, summary_cut=False)
+        if checking:  # the person's prose as written, the ledger recomputed against it
+            checked = recheck(pipe, measured, plan, answer.summary)
+            report = replace(checked.report, repaired=False)
+            draft = replace(
+                draft, text=checked.text, integrity=report, integrity_items=checked.items
+            )
         kind = "edited"
     outcome = yield from store_summary(pipe, measured, decision, plan, draft, kind)
     with suppress(SummaryStoreError):  # a leftover draft is never read: the summary comes first

@@ -1,14 +1,16 @@
 """Storing a new summary: the row, what total recall indexes with it, and the events.
 
-The summary is stored with its prefix hash, boundary, rescued messages and usage, in one
-transaction that also indexes the messages it newly covers (``recall``) and checks the
-thread's generation: a thread deleted meanwhile discards it (DESIGN 6.9). A success resets the
-thread's failure count and emits ``context_compacted``.
+The summary is stored with its prefix hash, boundary, rescued messages, usage and identifier
+check (figures and items, DESIGN 6.13), in one transaction that also indexes the messages it
+newly covers (``recall``) and checks the thread's generation: a thread deleted meanwhile
+discards it (DESIGN 6.9). A success resets the thread's failure count and emits
+``context_compacted``.
 """
 
 from __future__ import annotations
 
 from contextlib import suppress
+from dataclasses import asdict
 from typing import Literal
 
 from langgraph_compaction.config.settings import emit
@@ -17,13 +19,13 @@ from langgraph_compaction.errors import SummaryStoreError, ThreadDeletedError
 from langgraph_compaction.pipeline.context import Pipeline
 from langgraph_compaction.pipeline.effects import Step, add_summary, perform, reset_failures
 from langgraph_compaction.pipeline.records import Decision, Measured, Outcome, Partition
-from langgraph_compaction.store import IndexedMessage
+from langgraph_compaction.store import IndexedMessage, IntegrityColumns
 from langgraph_compaction.summary.drafting import Draft
 from langgraph_compaction.summary.matching import message_key
 from langgraph_compaction.summary.model_call import usage_columns
 from langgraph_compaction.summary.prompts import render_transcript
 
-__all__ = ["DELETED", "SummaryKind", "kind_of", "store_summary"]
+__all__ = ["DELETED", "SummaryKind", "integrity_columns", "kind_of", "store_summary"]
 
 SummaryKind = Literal["initial", "update", "edited"]
 """The store's kinds of summary (``edited``: a person's text)."""
@@ -70,6 +72,7 @@ def store_summary(
                 recall_messages=_recalled(measured, plan) if config.recall.enabled else (),
                 steered=measured.control.force,
                 request=measured.control.request,  # consumed in the same transaction
+                integrity=integrity_columns(made),
                 **usage_columns(made.usage),
             )
         )
@@ -94,6 +97,7 @@ def store_summary(
             "over_trim": made.over_trim,
             "summary_cut": made.summary_cut,
             "usage": usage_columns(made.usage),
+            "integrity": asdict(made.integrity) if made.integrity else None,
         }
     )
     return Outcome(
@@ -104,6 +108,23 @@ def store_summary(
         over_trim=made.over_trim,
         summary_cut=made.summary_cut,
         usage=made.usage,
+        integrity=made.integrity,
+    )
+
+
+def integrity_columns(made: Draft) -> IntegrityColumns | None:
+    """The row's integrity figures and items; None (NULL columns) when it was not checked."""
+    report = made.integrity
+    if report is None or made.integrity_items is None:
+        return None
+    return IntegrityColumns(
+        identifiers=report.identifiers,
+        kept=report.kept,
+        appended=report.appended,
+        dropped=report.dropped,
+        artifacts=report.artifacts,
+        repaired=report.repaired,
+        items=made.integrity_items,
     )
 
 
