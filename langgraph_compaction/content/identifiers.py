@@ -48,8 +48,8 @@ _WEIGHT: Mapping[Source, int] = {
 }  # fmt: skip
 """Which source an identifier keeps when seen in several: the user's word weighs most."""
 
-READ_HEAD = 16_000
-READ_TAIL = 4_000
+_READ_HEAD = 16_000
+_READ_TAIL = 4_000
 """A long tool result or argument is read in its first and last characters only."""
 
 
@@ -181,16 +181,26 @@ _SHARED: Rules = (  # e-mail, paths, URLs and dotted names open with a letter of
             ("dotted", rf"{_NOT_KEY}[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"),
         ),
     ),
-    ("uuid", rf"[0-9a-fA-F]{{8}}(?:-[0-9a-fA-F]{{4}}){{3}}-[0-9a-fA-F]{{12}}{_E}"),
-    ("hex", rf"(?=[a-fA-F]*\d)[0-9a-fA-F]{{7,}}{_E}"),
-    ("version", rf"[vV]\d+(?:\.\d+)*(?:-[A-Za-z0-9.]+)?{_E}"),
+    (
+        r"(?=[A-Za-z]*+\d)",  # these hold a digit
+        (
+            ("uuid", rf"[0-9a-fA-F]{{8}}(?:-[0-9a-fA-F]{{4}}){{3}}-[0-9a-fA-F]{{12}}{_E}"),
+            ("hex", rf"(?=[a-fA-F]*\d)[0-9a-fA-F]{{7,}}{_E}"),
+            ("version", rf"[vV]\d+(?:\.\d+)*(?:-[A-Za-z0-9.]+)?{_E}"),
+            ("code", rf"(?=[A-Z]*\d)[A-Z][A-Z0-9]{{2,}}{_E}"),
+        ),
+    ),
 )
 _UPPER: Rules = (
-    ("money", rf"(?:US|CA|AU|NZ|HK|A|C){_CURRENCY} ?{_NUM}"),
+    (
+        r"(?=[A-Z]++[$\-])",
+        (
+            ("money", rf"(?:US|CA|AU|NZ|HK|A|C){_CURRENCY} ?{_NUM}"),
+            ("issue", rf"[A-Z][A-Z0-9]{{1,9}}-\d+{_E}"),
+        ),
+    ),
     ("date", rf"{_MONTH} (?:\d{{1,2}}{_ORDINAL}(?:,? \d{{4}})?|\d{{4}}){_E}"),
-    ("issue", rf"[A-Z][A-Z0-9]{{1,9}}-\d+{_E}"),
     *_SHARED,
-    ("code", rf"(?=[A-Z]*\d)[A-Z][A-Z0-9]{{2,}}{_E}"),
     ("code", rf"(?<!<)(?<!</){_NOT_KEY}(?:{_CODE}){_E}"),
     ("caps", rf"[A-Z]{{3,}}{_E}"),
     ("name", f"{_NOT_SENTENCE_START}[A-Z][a-z\u00df-\u00ff]+(?![A-Za-z0-9_\u00c0-\u024f])"),
@@ -201,7 +211,7 @@ _LOWER: Rules = (
     ("code", rf"(?<!<)(?<!</)(?:{_CODE}){_E}"),
 )
 _UNDERSCORE: Rules = (("code", rf"{_NOT_KEY}(?:{_CODE}){_E}"),)
-_LOWER_GUARD = r"(?=[a-z])" + _NOT_KEY + r"(?=[a-z]*+(?:[A-Z0-9_@/]|[.\-:][A-Za-z0-9/]))"
+_LOWER_GUARD = r"(?=[a-z]++(?:[A-Z0-9_@/]|[.\-:][A-Za-z0-9/]))" + _NOT_KEY
 """A lowercase word is read on only when it holds a capital, a digit, ``_@/`` or an inner
 ``.-:``: an ordinary word costs one look."""
 _OTHER_NAMES: Rules = (
@@ -241,7 +251,7 @@ def _scanner(kinds: list[str], *, names: bool) -> re.Pattern[str]:
     return re.compile(f"[^A-Za-z0-9_](?=[{_FIRST}])(?:{_alternatives(rules, kinds)})")
 
 
-_DIGIT_GUARD = r"(?=\d{1,6}[^\d,}\]\"]|\d{1,3},\d|\d{7})"
+_DIGIT_GUARD = r"(?=\d++(?:[^\d,}\]\"]|,\d)|\d{7})"
 """A number is read on only when something follows it (a unit, a separator, more digits):
 the plain numbers of a JSON result cost one look each."""
 _FIRST = "A-Za-z0-9_`/~.$€£¥₹₽₩₺₴₪#\u00c0-\u00de\u0410-\u042f"
@@ -503,7 +513,7 @@ def _strings(value: object) -> Iterator[str]:
 
 
 def _head_and_tail(text: str) -> str:
-    """A long text's first ``READ_HEAD`` and last ``READ_TAIL`` characters, else the text."""
-    if len(text) <= READ_HEAD + READ_TAIL:
+    """A long text's first ``_READ_HEAD`` and last ``_READ_TAIL`` characters, else the text."""
+    if len(text) <= _READ_HEAD + _READ_TAIL:
         return text
-    return text[:READ_HEAD] + "\n" + text[-READ_TAIL:]
+    return text[:_READ_HEAD] + "\n" + text[-_READ_TAIL:]
