@@ -1,4 +1,4 @@
-"""Text length by script: what a tokenizer spends on text that is not Latin.
+"""Text by script: what a tokenizer spends on text that is not Latin, and text as compared.
 
 langchain-core's approximate counter assumes four characters a token, true of English and
 code. A Chinese, Japanese or Korean character costs about one token, and Cyrillic, Arabic,
@@ -11,11 +11,17 @@ The weights were measured against OpenAI's ``o200k_base`` on real text of each s
 (``benchmarks/scripts.py``; the table is in docs/guides/languages-and-media.md). A script is told by
 its 256-code-point block, so that a text is weighed in a few passes in C: encode as UTF-16,
 keep each unit's high byte (its block), map blocks to weight classes, count each class.
+
+``fold_text`` gives text as the checks compare it (DESIGN 6.10): NFKC, the digits of every
+script as ASCII digits, Arabic and Hebrew without vowel marks or letter variants, Cyrillic yo
+as ie; a summary that writes ``2026-12-02`` then holds what a user wrote as ``٢٠٢٦-١٢-٠٢``.
 """
 
 from __future__ import annotations
 
-__all__ = ["weighted_chars"]
+import unicodedata
+
+__all__ = ["fold_text", "weighted_chars"]
 
 _BLOCK_WEIGHTS: tuple[tuple[int, int, float], ...] = (
     # (first block, last block, Latin-equivalent characters per character); a block is a
@@ -70,3 +76,25 @@ def weighted_chars(text: str) -> int:
     classes = units.translate(_CLASS_OF_BLOCK, b"\x00")
     weight = len(units) + sum(classes.count(code) * extra for code, extra in _EXTRA_WEIGHT)
     return round(weight)
+
+
+_ZEROS = (0x660, 0x6F0, 0x966, 0x9E6, 0xA66, 0xAE6, 0xB66, 0xBE6, 0xC66, 0xCE6, 0xD66, 0xE50)
+"""Digit zero of the scripts whose digits NFKC leaves alone: Arabic, Indic, Thai and others."""
+_DIGITS = {zero + v: str(v) for zero in (*_ZEROS, 0xED0, 0x1040, 0x17E0) for v in range(10)}
+_FOLD: dict[int, str | None] = {
+    **_DIGITS,
+    **dict.fromkeys([0x640, *range(0x64B, 0x660), 0x670]),  # tatweel, Arabic vowel marks
+    **dict.fromkeys([*range(0x591, 0x5BE), 0x5BF, 0x5C1, 0x5C2, 0x5C4, 0x5C5, 0x5C7]),  # Hebrew
+    **dict.fromkeys([0x623, 0x625, 0x622, 0x671], "\u0627"),  # alef with hamza or madda: alef
+    0x649: "\u064a",  # alef maqsura: yeh
+    0x629: "\u0647",  # teh marbuta: heh
+    0x451: "\u0435",  # Cyrillic yo: ie
+    0x401: "\u0415",
+}
+
+
+def fold_text(text: str) -> str:
+    """``text`` as compared: NFKC, ASCII digits, Arabic without vowel marks or letter variants."""
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFKC", text).translate(_FOLD)

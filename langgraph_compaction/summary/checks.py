@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import operator
 import re
-import unicodedata
 from collections.abc import Iterator
 
 from langgraph_compaction.config.prompts import DEFAULT_SUMMARY_PROMPT, DEFAULT_UPDATE_PROMPT
+from langgraph_compaction.content.writing_systems import fold_text
 
 __all__ = ["not_a_summary", "salient_terms"]
 
@@ -66,29 +66,8 @@ _DIGIT = re.compile(r"\d")
 _RUNS = re.compile(f"([{_HAN}]+)|([{_KATAKANA}]{{3,}})|([{_HANGUL}]+)|([{_SEA}]+)")
 """Runs of unspaced text: Han (bigrams), katakana words, Hangul (bigrams), Thai and others."""
 
-_ZEROS = (0x660, 0x6F0, 0x966, 0x9E6, 0xA66, 0xAE6, 0xB66, 0xBE6, 0xC66, 0xCE6, 0xD66, 0xE50)
-"""Digit zero of the scripts whose digits NFKC leaves alone: Arabic, Indic, Thai and others."""
-_DIGITS = {zero + v: str(v) for zero in (*_ZEROS, 0xED0, 0x1040, 0x17E0) for v in range(10)}
-_FOLD: dict[int, str | None] = {
-    **_DIGITS,
-    **dict.fromkeys([0x640, *range(0x64B, 0x660), 0x670]),  # tatweel, Arabic vowel marks
-    **dict.fromkeys([*range(0x591, 0x5BE), 0x5BF, 0x5C1, 0x5C2, 0x5C4, 0x5C5, 0x5C7]),  # Hebrew
-    **dict.fromkeys([0x623, 0x625, 0x622, 0x671], "\u0627"),  # alef with hamza or madda: alef
-    0x649: "\u064a",  # alef maqsura: yeh
-    0x629: "\u0647",  # teh marbuta: heh
-    0x451: "\u0435",  # Cyrillic yo: ie
-    0x401: "\u0415",
-}
 _ARTICLES = ("وال", "بال", "كال", "فال", "لل", "ال")
 """Arabic's article and the conjunctions and prepositions written onto it."""
-
-
-def _fold(text: str) -> str:
-    """``text`` as compared: NFKC, ASCII digits, Arabic without vowel marks or letter variants."""
-    if text.isascii():
-        return text
-    return unicodedata.normalize("NFKC", text).translate(_FOLD)
-
 
 # Words that say nothing about a particular conversation: function words, and the vocabulary
 # of the prompts and of chat itself, which a reply can repeat without reading the transcript.
@@ -236,7 +215,7 @@ _REQUEST_PATTERNS = (
     r"(?:알려|보내|붙여 *넣어) *주(?:세요|십시오)",
     r"(?:무엇을|어떻게) 도와 *드릴까요|준비(?:가)? *(?:되었습니다|됐습니다)",
 )
-_REQUESTS = re.compile(_fold("|".join(_REQUEST_PATTERNS)), re.IGNORECASE)
+_REQUESTS = re.compile(fold_text("|".join(_REQUEST_PATTERNS)), re.IGNORECASE)
 
 
 def _words(text: str) -> list[str]:
@@ -296,8 +275,8 @@ def _grams(text: str) -> set[str]:
     return grams
 
 
-_COMMON = frozenset(_stem(word) for word in _fold(_COMMON_WORDS).lower().split())
-_COMMON_GRAMS = frozenset(_grams(_fold(_COMMON_UNSPACED_WORDS)))
+_COMMON = frozenset(_stem(word) for word in fold_text(_COMMON_WORDS).lower().split())
+_COMMON_GRAMS = frozenset(_grams(fold_text(_COMMON_UNSPACED_WORDS)))
 
 
 def _salient_form(term: str, written: str) -> str | None:
@@ -340,7 +319,7 @@ def salient_terms(text: str) -> frozenset[str]:
     summary that shortens a path still matches. Lowercase, but codes in capitals as written;
     non-Latin words by their stem; Chinese, Japanese, Korean and Thai text by its n-grams.
     """
-    text = _fold(text)
+    text = fold_text(text)
     return frozenset(_salient_words(text)).union(_grams(text) - _COMMON_GRAMS)
 
 
@@ -361,20 +340,20 @@ def not_a_summary(text: str, transcript: str) -> str | None:
     another language than the conversation passes on the names, numbers and identifiers
     they share.
     """
-    folded = _fold(text)
+    folded = fold_text(text)
     words = _words(folded)
     if not words:
         return "the reply is empty"
     echoed = _shingles(words) & _INSTRUCTION_SHINGLES
     if echoed:
-        echoed -= _shingles(_words(_fold(transcript)))
+        echoed -= _shingles(_words(fold_text(transcript)))
     if echoed:
         return f"it repeats the instruction ({' '.join(min(echoed))!r})"
     request = _REQUESTS.search(folded[:_OPENING])
-    if request and not _quotes(folded[request.start() :], _fold(transcript)):
+    if request and not _quotes(folded[request.start() :], fold_text(transcript)):
         return f"it asks for input ({request.group(0)!r}) instead of summarizing"
     written = _written_forms(folded)
-    transcript = _fold(transcript)
+    transcript = fold_text(transcript)
     grams = _grams(transcript) - _COMMON_GRAMS
     if not grams.isdisjoint(written):
         return None
