@@ -106,6 +106,7 @@ _CURRENCY_WORDS = (
     "USD|EUR|GBP|JPY|CNY|RUB|INR|CHF|CAD|AUD|dollars?|euros?|pounds?|yen|yuan|rubles?|roubles?|"
     "рублей|рубля|рубль|\u0440\u0443\u0431\\.?|元|円|원"  # the last Russian one: the abbreviation
 )
+_UUID = rf"[0-9a-fA-F]{{8}}(?:-[0-9a-fA-F]{{4}}){{3}}-[0-9a-fA-F]{{12}}{_E}"
 _NOT_KEY = r"(?!(?<=[\"'])[A-Za-z0-9_.]*+[\"']:)"
 """Not a key of a JSON object or a Python dict (``"flight_number":``): a schema, not a fact."""
 _NOT_SENTENCE_START = (
@@ -139,7 +140,7 @@ _SPECIAL: Rules = (
     ("issue", rf"#(?<![A-Za-z0-9_&]#)\d+{_E}"),
 )
 _DIGIT: Rules = (
-    ("uuid", rf"[0-9a-fA-F]{{8}}(?:-[0-9a-fA-F]{{4}}){{3}}-[0-9a-fA-F]{{12}}{_E}"),
+    ("uuid", _UUID),
     ("date", rf"\d{{4}}-\d{{2}}-\d{{2}}(?:T\d{{2}}:\d{{2}}(?::\d{{2}}(?:\.\d+)?)?{_ZONE})?{_E}"),
     ("date", rf"(?:\d{{4}}/\d{{1,2}}/\d{{1,2}}|\d{{1,2}}[/.]\d{{1,2}}[/.]\d{{4}}){_E}"),
     ("date", rf"\d{{1,2}}{_ORDINAL}(?: of)? {_MONTH}(?:,? \d{{4}})?{_E}"),
@@ -182,9 +183,9 @@ _SHARED: Rules = (  # e-mail, paths, URLs and dotted names open with a letter of
         ),
     ),
     (
-        r"(?=[A-Za-z]*+\d)",  # these hold a digit
+        r"(?=[A-Za-z]*+[\d-])",  # these hold a digit
         (
-            ("uuid", rf"[0-9a-fA-F]{{8}}(?:-[0-9a-fA-F]{{4}}){{3}}-[0-9a-fA-F]{{12}}{_E}"),
+            ("uuid", _UUID),
             ("hex", rf"(?=[a-fA-F]*\d)[0-9a-fA-F]{{7,}}{_E}"),
             ("version", rf"[vV]\d+(?:\.\d+)*(?:-[A-Za-z0-9.]+)?{_E}"),
             ("code", rf"(?=[A-Z]*\d)[A-Z][A-Z0-9]{{2,}}{_E}"),
@@ -192,8 +193,9 @@ _SHARED: Rules = (  # e-mail, paths, URLs and dotted names open with a letter of
     ),
 )
 _UPPER: Rules = (
+    ("uuid", _UUID),
     (
-        r"(?=[A-Z]++[$\-])",
+        r"(?=[A-Z0-9]++[$\-])",
         (
             ("money", rf"(?:US|CA|AU|NZ|HK|A|C){_CURRENCY} ?{_NUM}"),
             ("issue", rf"[A-Z][A-Z0-9]{{1,9}}-\d+{_E}"),
