@@ -65,7 +65,9 @@ Summarizers (``--summarizer fake|local|both``):
   (``COMPACTION_LOCAL_MODEL_URL``), with the demo's short prompts, a 128-token summary cap and
   1,500 tokens per summary call (its context is 4,096 tokens). About 20 s a call on 2 cores,
   so it replays ``--local-runs`` conversations (default 1) and stops each after
-  ``--local-compactions`` compactions (default 2)::
+  ``--local-compactions`` compactions (default 2); its ``% all`` then counts those calls only
+  (no call reuses their summaries). A reply the not-a-summary check rejects is a failed call
+  (``fail``; three in a row open the circuit breaker for 10 messages), as in production::
 
     source scripts/_local_model.sh && start_local_model .venv/bin/python
     python benchmarks/integrity.py --summarizer both
