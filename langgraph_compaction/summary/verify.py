@@ -101,7 +101,9 @@ def recheck(pipe: Pipeline, measured: Measured, plan: Partition, text: str) -> C
     """``text`` (a person's edit, a draft read back from the store) checked again, its ledger
     rebuilt from the trail: deterministic, so a draft gets the ledger it was shown."""
     trail = covered_trail(pipe, measured, plan)
-    return check_summary(text, trail, pipe.settings.config.integrity.ledger_tokens, ledger_counter(pipe))
+    return check_summary(
+        text, trail, pipe.settings.config.integrity.ledger_tokens, ledger_counter(pipe)
+    )
 
 
 def verified(
