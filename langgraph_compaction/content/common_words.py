@@ -130,6 +130,77 @@ _WORDS = """
     important critical fatal info notice todo fixme hint tip caution danger pass fail skipped
     xfail ok done complete pending running stopped succeeded unknown true false yes no none nil
     na tbd eta fyi asap btw
+    one two three four five six seven eight nine ten eleven twelve twenty thirty hundred
+    thousand million billion half quarter dozen first second third fourth fifth last next
+    ability absence academy accident account accurate acid activist actor actress adventure
+    aggressive agreement alcohol allowance ambition analyst anchor ancient angle announcement
+    anxiety apartment appetite application appointment approximately architecture archive army
+    arrangement arrow assignment assumption athlete atmosphere attack attempt auction authority
+    autumn average award baker balcony band barrier baseball basket basketball bath battle bear
+    beat bedroom beef beer bell belt bench benefit berry bible bicycle bird birth bishop bitter
+    blade blanket blind blood bloom blossom boss bottle bow bowl brand bread breeze brick bride
+    bridge brief broad bubble bucket bull burden burger butter button bye cake calculation
+    campaign campus candle candy capacity captain carbon carpet castle cattle cave ceiling cell
+    century ceremony chain chairman champion channel character charity chart cheese chef chemical
+    chess chest chicken chief chip chocolate circle circuit citizen civil claim clay climate clock
+    cloud coal coast coat cocktail code collection column combat comedy comfort commission
+    committee comparison competition complaint complex concept concern conclusion conference
+    conflict congrats consequence consideration constitution construction consumer contest
+    contract contribution conversation corner corporation costume cottage cotton council county
+    courage cousin crash cream crew crime crisis criteria crop crowd crown cruise crystal cuisine
+    curve cycle dairy dancer danger dash deadline debate decade deck defense definition demand
+    democracy desert dessert detective diamond diet dimension dinosaur disaster disease dish
+    distance district doll dollar domestic drama drawer drum duck dust duty eagle earth edge
+    editor effort egg election electric electricity elephant elite emergency emperor empire
+    employee employer engineer enterprise entertainment equipment era essay estate evidence
+    evolution exam exhibition expansion expert explosion exposure fabric factory faculty fame
+    farm farmer fashion fence festival fiction fighter figure finance finger firework fish
+    fishing flavor fleet flood flower fog folk football forecast foreign forest fortune
+    foundation fountain fox fragment frame fruit fuel fund funeral furniture galaxy gallery gap
+    garage gas gear gene generation genius ghost giant glass glory glove gold golf government
+    governor grade grain grand grandfather grandmother grass grave gravity grocery ground
+    guarantee guard guitar gun habit hall hammer harbor harvest hero highway hill hint hole honey
+    honor horizon horror horse hunter hunting ice icon ideal illness impact implementation
+    industry infant inflation initialization injury ink innocent insect institute instruction
+    instrument integration intelligence international interview invention investment invitation
+    iron island jacket jail jazz jewelry joke judge juice jungle jury justice kingdom kitchen
+    knife knight lab ladder lady lamp landscape laptop lawyer leader leaf league lean leather
+    lecture leg legend lemon lens lesson liberty license lid lily limb lion liquid literature
+    loan lobby lord loss luck luggage machine magazine magic magnet maid mall mammal manner
+    mansion margin marine marriage mask mass master meal meat medal media medicine melody metal
+    meter midnight military milk mill mineral minister mirror mission mobile monkey monster
+    monument moon motor mount mouse mouth mud muscle mystery myth nail narrative nation navy neck
+    needle neighbor nest net network noise noon nose novel nurse nut oak occasion offensive
+    officer oil olive onion opera opinion orange orchestra organ origin outfit oven oxygen pace
+    pack pain palace palm panel parade parking partner pasta patience pattern peak pear pen
+    pencil pension pepper performance perspective phase philosophy physics pie pig pile pillow
+    pilot pine pink pipe pirate pizza planet plant plastic plate platform player pleasure pocket
+    poem poet poison pole police politics pollution pond pop population port portrait pot potato
+    poverty powder prayer precious president press priest prince princess principle prison prize
+    producer profession professor profit promise proof property proposal protest province pub
+    pump pumpkin punch puppy puzzle quality quantity queen quest quiz rabbit radio rail rainbow
+    ranch rank ray recipe regulation reign relief religion rent replacement republic reputation
+    rescue research reserve resident resolution resort resource restaurant revolution reward
+    rhythm rice ride ring riot ripple rise risk ritual river robot rock rocket role roof rope
+    rose rubber rug ruin ruler rumor sailor salad salary salt sample sand sandwich satellite
+    sauce scale scandal scar scene scholar science scientist score scout sculpture sea secret
+    secretary sector security seed segment senate senator sensation sentence sequence series
+    servant shadow shame shape shark sheep shelf shell shelter shield shift ship shirt shock
+    shoe shop shore shoulder shower silence silk silver singer sink skill skin skirt slave sleep
+    slice slope smoke snake snow soap soccer society sock soil soldier solution soul soup spark
+    speaker species speech speed spell spider spirit sponsor spoon spot spring spy square squad
+    stadium stake stamp statue steak steam steel stem stick stock stomach stone storm strategy
+    straw stream stretch strike structure studio substance suburb sugar suit suite surface
+    surgeon surgery surprise survey suspect sword symbol symptom tail tale tank tape target tax
+    tea teaching tear technique technology teen teenager telephone telescope temple tennis tent
+    territory terror theater theme theory thief thread threat throat throne thumb thunder
+    tide tiger tile timber tin tissue toe tomato tone tongue tooth tournament tower toy trade
+    tragedy trait treasure treaty tree trend trial tribe trick troop trophy truck trunk tube
+    tunnel turkey twin uncle uniform union unity universal universe university valley van vault
+    vegetable vehicle venue vessel veteran victim victory village vine virus vision vitamin
+    voice volume vote voyage wage wagon wall war warrior wave wealth weapon weather web weight
+    whale wheat wheel whisper whispering wild wilderness wind wine wing winner wire witch witness
+    wolf wolves wood wool worker workshop worth wound yard youth zone
     january february march april may june july august september october november december
     monday tuesday wednesday thursday friday saturday sunday jan feb mar apr jun jul aug sep
     sept oct nov dec mon tue tues wed thu thur thurs fri sat sun
