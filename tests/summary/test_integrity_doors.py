@@ -10,6 +10,7 @@ PostgreSQL, sync and async.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -284,3 +285,36 @@ async def test_a_custom_compactor_takes_the_same_path(
     for identifier in USER_IDS:
         assert holds(record.summary, identifier), identifier
     assert record.integrity_kept == 0
+
+
+def test_a_background_summary_takes_the_same_path(store: SummaryStore) -> None:
+    """Pre-compaction (``precompact_ratio``) prepares the next summary off the agent's call:
+    it is checked and gets its ledger like any other."""
+    config = {
+        "trigger": {"type": "tokens", "value": 2000},
+        "keep": {"type": "messages", "value": 6},
+        "precompact_ratio": 0.6,
+    }
+    summarizer = RecordingSummarizer(
+        reply=lambda call: "The user filed a ticket each turn; the assistant is on it.", delay=0.05
+    )
+    graph = create_compaction_graph(config, model=summarizer, store=store)
+    thread = thread_config("background")
+    messages: list[BaseMessage] = []
+    background = False
+    for turn in range(14):
+        messages.append(HumanMessage(f"ticket OPS-{turn}00 " + "x" * 300, id=f"q{turn}"))
+        messages.append(AIMessage(f"on it {turn} " + "y" * 300, id=f"a{turn}"))
+        for event in graph.stream(graph_input(messages), thread, stream_mode="custom"):
+            background = background or bool(event.get("background"))
+        time.sleep(0.15)
+    time.sleep(0.5)  # the last background job lands
+    assert background
+    records = store.list_summaries("background")
+    assert records
+    for record in records:
+        assert record.integrity_items is not None
+        covered = [m for m in messages[: record.covered_messages] if m.type == "human"]
+        for message in covered:
+            ticket = message.text.split()[1]
+            assert holds(record.summary, ticket), (ticket, record.version)
