@@ -35,9 +35,9 @@ def vague(call: SummarizerCall) -> str:
 
 
 def model_input_text(messages: Sequence[AnyMessage]) -> str:
-    parts = []
+    parts: list[str] = []
     for message in messages:
-        parts.append(message.text)
+        parts.append(str(message.text))
         parts.extend(str(call["args"]) for call in getattr(message, "tool_calls", []) or [])
     return fold_text("\n".join(parts))
 
