@@ -37,6 +37,7 @@ from langgraph_compaction import CompactionConfig
 from langgraph_compaction.config.parts import (
     ContextSize,
     HardClearConfig,
+    IntegrityConfig,
     KeepSize,
     PruningConfig,
     RecallConfig,
@@ -241,6 +242,7 @@ def test_every_settings_model_has_a_section() -> None:
     expected = [
         CompactionConfig,
         ContextSize,
+        IntegrityConfig,
         KeepSize,
         PruningConfig,
         RecallConfig,

@@ -111,7 +111,8 @@ class _Trail:
 def find_artifacts(
     messages: Sequence[BaseMessage], positions: Sequence[int]
 ) -> tuple[Artifact, ...]:
-    """One entry per (tool, target) over the tool calls of ``messages[i]``, ``i`` in ``positions``.
+    """One entry per (tool, target) over the tool calls of ``messages[i]``, ``i`` in ``positions``
+    (each read once, in order).
 
     Results are matched by ``tool_call_id`` to the nearest call before them with that id, among
     the messages read; a call without one has outcome ``none``. Ordered by first call.

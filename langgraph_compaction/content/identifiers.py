@@ -75,7 +75,8 @@ def identifiers_in(text: str) -> list[tuple[str, IdentifierKind]]:
 def find_identifiers(
     messages: Sequence[BaseMessage], positions: Sequence[int], exclude: Collection[str] = ()
 ) -> tuple[Identifier, ...]:
-    """The identifiers of ``messages[i]`` for ``i`` in ``positions``, by first appearance.
+    """The identifiers of ``messages[i]`` for ``i`` in ``positions`` (each read once, in order),
+    by first appearance.
 
     Read: user text, assistant text (its text blocks too), every string value of the tool
     calls' arguments (recursively) and tool results; a media block by its URL and file name
@@ -86,7 +87,7 @@ def find_identifiers(
     skip = exclude if isinstance(exclude, set | frozenset) else frozenset(exclude)
     found: dict[str, _Seen] = {}
     prose: list[str] = []  # user and assistant text, whose lowercase words are not names
-    for position in positions:
+    for position in sorted(set(positions)):
         message = messages[position]
         message_id = message.id or f"#{position}"
         for source, text, direct in _texts(message):

@@ -42,7 +42,7 @@ __all__ = [
     "dump_items",
     "load_items",
     "merge_trails",
-        "summary_trail",
+    "summary_trail",
     "trail_of",
     "user_kept_share",
 ]
@@ -53,7 +53,13 @@ MAX_IDENTIFIER_ITEMS = 1000
 MAX_ARTIFACT_ITEMS = 300
 """Artifacts kept in a row's items."""
 
-_WEIGHT: dict[str, int] = {"user": 0, "tool_call": 1, "assistant": 2, "tool_result": 3, "summary": 4}
+_WEIGHT: dict[str, int] = {
+    "user": 0,
+    "tool_call": 1,
+    "assistant": 2,
+    "tool_result": 3,
+    "summary": 4,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +87,9 @@ def trail_of(
     messages: Sequence[BaseMessage], positions: Sequence[int], exclude: Collection[str] = ()
 ) -> Trail:
     """The identifiers and artifacts of ``messages[i]`` for ``i`` in ``positions``."""
-    return Trail(find_identifiers(messages, positions, exclude), find_artifacts(messages, positions))
+    return Trail(
+        find_identifiers(messages, positions, exclude), find_artifacts(messages, positions)
+    )
 
 
 def summary_trail(text: str, exclude: Collection[str] = ()) -> Trail:
@@ -179,7 +187,14 @@ def dump_items(trail: Trail) -> str:
     payload = {
         "v": ITEMS_VERSION,
         "identifiers": [
-            {"t": i.text, "k": i.kind, "s": i.source, "m": i.message_id, "p": i.position, "n": i.mentions}
+            {
+                "t": i.text,
+                "k": i.kind,
+                "s": i.source,
+                "m": i.message_id,
+                "p": i.position,
+                "n": i.mentions,
+            }
             for i in bounded.identifiers
         ],
         "artifacts": [

@@ -69,9 +69,9 @@ def holds(text: str, needle: str) -> bool:
     Both are folded already. ``ETL-21`` is not held by ``ETL-212``; an identifier glued to CJK
     text is held (CJK characters are not ASCII letters).
     """
-    if not needle:
+    start = text.find(needle) if needle else -1
+    if start < 0:
         return False
-    start = text.find(needle)
     head, tail = _word_char(needle[0]), _word_char(needle[-1])
     while start >= 0:
         end = start + len(needle)
@@ -134,13 +134,14 @@ def build_ledger(
     if not entries:
         return Ledger("", 0, 0)
     left = budget - tokens(LEDGER_HEADING)
-    lines: list[str] = []  # also what is stated, to skip an identifier a line already holds
+    lines: list[str] = []
+    trail = ""  # the artifact lines written: an identifier one of them states needs no line
     stated = misses = 0
     for entry in entries:
         if left <= 0 or misses >= _MAX_MISSES:
             break
         if isinstance(entry, Identifier):
-            if any(holds(line, entry.text) for line in lines):
+            if holds(trail, entry.text):
                 continue
             line = identifier_line(entry)
         else:
@@ -152,7 +153,9 @@ def build_ledger(
         misses = 0
         left -= cost
         lines.append(line)
-        stated += isinstance(entry, Artifact)
+        if isinstance(entry, Artifact):
+            stated += 1
+            trail += f"{line}\n"
     text = "\n".join(lines)
     held = sum(1 for entry in missing if holds(text, entry.text))
     dropped = (len(missing) - held) + (len(artifacts) - stated)

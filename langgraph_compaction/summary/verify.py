@@ -12,6 +12,7 @@ words are never counted: a summary need not repeat them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -83,11 +84,18 @@ def previous_trail(previous: SummaryRecord, exclude: frozenset[str]) -> Trail:
 
 
 def _not_identifiers(pipe: Pipeline, system: Sequence[BaseMessage]) -> frozenset[str]:
+    """What the system prompt and the prompts say: a summary need not repeat it."""
     config = pipe.settings.config
-    texts = [config.summary_prompt, config.update_prompt, *(m.text for m in system)]
+    texts = [config.summary_prompt, config.update_prompt, *(str(m.text) for m in system)]
     if config.summary_instructions:
         texts.append(config.summary_instructions)
-    return frozenset(found for text in texts for found, _ in identifiers_in(text))
+    return frozenset().union(*map(_identifiers_of, texts))
+
+
+@functools.lru_cache(maxsize=256)
+def _identifiers_of(text: str) -> frozenset[str]:
+    """The same prompts come back on every summary of every thread: read once."""
+    return frozenset(found for found, _ in identifiers_in(text))
 
 
 def ledger_counter(pipe: Pipeline) -> Callable[[str], int]:
@@ -101,7 +109,9 @@ def recheck(pipe: Pipeline, measured: Measured, plan: Partition, text: str) -> C
     """``text`` (a person's edit, a draft read back from the store) checked again, its ledger
     rebuilt from the trail: deterministic, so a draft gets the ledger it was shown."""
     trail = covered_trail(pipe, measured, plan)
-    return check_summary(text, trail, pipe.settings.config.integrity.ledger_tokens, ledger_counter(pipe))
+    return check_summary(
+        text, trail, pipe.settings.config.integrity.ledger_tokens, ledger_counter(pipe)
+    )
 
 
 def verified(

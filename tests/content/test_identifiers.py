@@ -10,6 +10,8 @@ check takes for an identifier must also be rare in plain prose, or the ledger fi
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from traces import load_locomo, load_swe_gym, load_tau_bench_airline
 
@@ -19,6 +21,7 @@ from langgraph_compaction.content.identifiers import (
     find_identifiers,
     identifiers_in,
 )
+from langgraph_compaction.content.writing_systems import fold_text
 
 # An independent list of common English words (the most frequent ones of written English and
 # of chat), to check that what the rules call an identifier is not one of them.
@@ -177,6 +180,22 @@ def test_a_nul_byte_and_a_lone_surrogate_do_not_crash() -> None:
     found = find_identifiers([result], [0])
     assert [i.text for i in found] == ["HAT017", "/tmp/x.log"]
     assert identifiers_in("\ud800\x00ETL-212\udfff") == [("ETL-212", "issue")]
+
+
+_PIECES = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(
+        ["HAT017", "\x00", "\ud800", "/tmp/a.py", "٢٠٢٦-١٢-٠٢", "$1,250", "`x y`", "ETL-212", "请",
+         "Caroline", " ", ".", "\n", '"key":', "e.g.", "https://x.io/a).", "__init__", "12:30"]
+    ),
+)  # fmt: skip
+
+
+@given(st.lists(_PIECES, max_size=16).map("".join))
+def test_any_text_yields_identifiers_found_verbatim_in_its_folded_form(text: str) -> None:
+    folded = fold_text(text)
+    for value, _ in identifiers_in(text):
+        assert value and value in folded
 
 
 def test_sources_positions_and_mentions() -> None:

@@ -102,6 +102,18 @@ def _expected(report: CompactionReport, namespace: str = "default") -> dict[str,
     }
     if report.summary_version is not None:
         expected["compaction.summary_version"] = report.summary_version
+    integrity = report.integrity
+    if integrity is not None:
+        expected.update(
+            {
+                "compaction.integrity.identifiers": integrity.identifiers,
+                "compaction.integrity.kept": integrity.kept,
+                "compaction.integrity.appended": integrity.appended,
+                "compaction.integrity.dropped": integrity.dropped,
+                "compaction.integrity.artifacts": integrity.artifacts,
+                "compaction.integrity.repaired": integrity.repaired,
+            }
+        )
     usage = report.summary_usage
     if usage is not None:
         reported = {
@@ -336,3 +348,28 @@ def test_without_opentelemetry_compaction_works_and_emits_nothing(
     report = _report(graph.invoke(graph_input(_multilingual_chat(10)), RUN))
     assert report.action == "summarized"
     assert spans.get_finished_spans() == ()
+
+
+def test_the_span_carries_the_identifier_check(
+    store: SummaryStore, spans: InMemorySpanExporter
+) -> None:
+    """``compaction.integrity.*``: what the check of the new summary found (DESIGN 6.13)."""
+    chat = _multilingual_chat(10)
+    chat[0] = HumanMessage("0: the ticket is OPS-4411, the log /var/log/app.log.", id="h0")
+    summarizer = RecordingSummarizer(
+        reply=lambda call: "The ticket and the log: Обсудим миграцию базы данных."
+    )
+    graph = create_compaction_graph(CONFIG, model=summarizer, store=store)
+    report = _report(graph.invoke(graph_input(chat), RUN))
+    assert report.action == "summarized" and report.integrity is not None
+    [span] = _compaction_spans(spans)
+    attributes = dict(span.attributes or {})
+    assert attributes == _expected(report)
+    identifiers, appended = (
+        attributes["compaction.integrity.identifiers"],
+        attributes["compaction.integrity.appended"],
+    )
+    assert isinstance(identifiers, int) and identifiers >= 2
+    assert isinstance(appended, int) and appended >= 2
+    assert attributes["compaction.integrity.kept"] == 0
+    assert attributes["compaction.integrity.repaired"] is False

@@ -18,6 +18,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from langgraph_compaction import SummaryStore
+from langgraph_compaction.summary.ledger import split_ledger
 
 # Far over six messages: only a request (or force) compacts these short histories.
 QUIET = {"trigger": {"type": "messages", "value": 40}, "keep": {"type": "messages", "value": 2}}
@@ -62,8 +63,9 @@ async def test_a_reviewed_request_stores_the_persons_answer(
     await run(agent, Command(resume={"action": "edit", "summary": EDITED}), config, mode)
     assert summarizer.call_count == 1  # the resumed run found its draft
     (record,) = await store.alist_summaries(thread)
-    assert (record.summary, record.kind) == (EDITED, "edited")
-    assert EDITED in (_summary_in(agent_model) or "")
+    # the person's words, then the ledger of what they leave out (DESIGN 6.13)
+    assert (split_ledger(record.summary)[0], record.kind) == (EDITED, "edited")
+    assert record.summary in (_summary_in(agent_model) or "")
 
     # Consumed with the summary: the next call under the trigger is not compacted again.
     later = await run(agent, {"messages": [HumanMessage("дальше", id="h-next")]}, config, mode)

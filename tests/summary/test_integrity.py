@@ -42,14 +42,23 @@ def ident(text: str, source: str = "assistant", mentions: int = 1, position: int
     return Identifier(text, "code", source, f"m{position}", position, mentions)  # type: ignore[arg-type]
 
 
-def art(tool: str, target: str, *, outcome: str = "ok", changes: bool = False, calls: int = 1,
-        position: int = 0) -> Artifact:
+def art(
+    tool: str,
+    target: str,
+    *,
+    outcome: str = "ok",
+    changes: bool = False,
+    calls: int = 1,
+    position: int = 0,
+) -> Artifact:
     return Artifact(tool, target, calls, outcome, changes, f"m{position}", position)  # type: ignore[arg-type]
 
 
 CONVERSATION = [
     SystemMessage("You are the ops agent. Runbook: https://wiki.example.com/runbook", id="s0"),
-    HumanMessage("The nightly job ETL-212 fails at 02:15 UTC; the config is deploy/cron.yaml.", id="h1"),
+    HumanMessage(
+        "The nightly job ETL-212 fails at 02:15 UTC; the config is deploy/cron.yaml.", id="h1"
+    ),
     AIMessage(
         "",
         id="a2",
@@ -101,8 +110,10 @@ def test_the_check_keeps_what_the_prose_holds_and_ledgers_the_rest() -> None:
 
 def test_an_identifier_an_artifact_line_states_gets_no_line_of_its_own() -> None:
     ledger = build_ledger(
-        [ident("deploy/cron.yaml", "tool_call")], [art("edit_file", "deploy/cron.yaml", changes=True)],
-        400, words,
+        [ident("deploy/cron.yaml", "tool_call")],
+        [art("edit_file", "deploy/cron.yaml", changes=True)],
+        400,
+        words,
     )
     assert ledger.text == "- edit_file deploy/cron.yaml: ok, changed"
     assert (ledger.appended, ledger.dropped) == (1, 0)
@@ -124,7 +135,10 @@ def test_priority_user_then_changed_or_failed_then_mentions_newest_first() -> No
         ident("rare_new", position=8),
         ident("USER-1", "user", position=3),
     ]
-    artifacts = [art("read_file", "a.py", position=4), art("bash", "make", outcome="error", position=5)]
+    artifacts = [
+        art("read_file", "a.py", position=4),
+        art("bash", "make", outcome="error", position=5),
+    ]
     ledger = build_ledger(missing, artifacts, 1000, words)
     lines = ledger.text.splitlines()
     assert lines == [
@@ -132,8 +146,8 @@ def test_priority_user_then_changed_or_failed_then_mentions_newest_first() -> No
         artifact_line(artifacts[1]),
         identifier_line(missing[0]),
         identifier_line(missing[2]),
+        artifact_line(artifacts[0]),  # newer than rare_old, as often mentioned
         identifier_line(missing[1]),
-        artifact_line(artifacts[0]),
     ]
     assert (ledger.appended, ledger.dropped) == (6, 0)
 
@@ -161,9 +175,13 @@ def test_ledger_tokens_zero_keeps_the_check() -> None:
 def test_an_update_counts_the_previous_trail_again() -> None:
     """The previous summary's identifiers are checked like new ones: an update that drops
     one gets it in its ledger, so nothing fades over updates."""
-    first = Trail((ident("ETL-212", "user", position=1),), (art("edit_file", "a.py", changes=True),))
-    newer = Trail((ident("ETL-212", "assistant", position=9), ident("new_name", position=9)),
-                  (art("edit_file", "a.py", outcome="error", position=9),))
+    first = Trail(
+        (ident("ETL-212", "user", position=1),), (art("edit_file", "a.py", changes=True),)
+    )
+    newer = Trail(
+        (ident("ETL-212", "assistant", position=9), ident("new_name", position=9)),
+        (art("edit_file", "a.py", outcome="error", position=9),),
+    )
     merged = merge_trails(first, newer)
     (etl, new), (artifact,) = merged.identifiers, merged.artifacts
     assert (etl.text, etl.source, etl.mentions, etl.position) == ("ETL-212", "user", 2, 9)
@@ -184,8 +202,16 @@ def test_items_round_trip_and_unreadable_items_are_skipped() -> None:
     assert load_items(items) == trail
     assert load_items("not json") == Trail()
     assert load_items('{"v": 99}') == Trail()
-    broken = json.dumps({"v": 1, "identifiers": [{"t": 5}, {"t": "ok_name", "k": "code", "s": "user",
-                        "m": "h1", "p": 1, "n": 1}], "artifacts": "nope"})
+    broken = json.dumps(
+        {
+            "v": 1,
+            "identifiers": [
+                {"t": 5},
+                {"t": "ok_name", "k": "code", "s": "user", "m": "h1", "p": 1, "n": 1},
+            ],
+            "artifacts": "nope",
+        }
+    )
     assert [i.text for i in load_items(broken).identifiers] == ["ok_name"]
 
 

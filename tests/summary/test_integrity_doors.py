@@ -10,10 +10,12 @@ PostgreSQL, sync and async.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
 from _doors import DOORS, MODES, Door, Mode, build_agent, run, stream_events, thread_config
+from conversations import graph_input
 from fakes import FakeToolCallingModel, RecordingSummarizer, SummarizerCall
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -51,10 +53,13 @@ def conversation(start: int = 0) -> list[BaseMessage]:
             ],
         ),
         ToolMessage(
-            "Error: permission denied", tool_call_id=f"call-{start}", status="error", id=f"t{start + 2}"
+            "Error: permission denied",
+            tool_call_id=f"call-{start}",
+            status="error",
+            id=f"t{start + 2}",
         ),
         AIMessage("The edit failed; the table holds 68,112 rows.", id=f"a{start + 3}"),
-        HumanMessage("请检查ETL-212的状态，用户是sofia_kim_7287。", id=f"h{start + 4}"),
+        HumanMessage("请检查ETL-212的状态，用户是sofia_kim_7287。", id=f"h{start + 4}"),  # noqa: RUF001
         *(
             (HumanMessage if n % 2 == 0 else AIMessage)(f"next step {n}", id=f"x{start + n}")
             for n in range(5, 10)
@@ -84,7 +89,9 @@ async def test_every_user_identifier_and_the_failed_edit_survive_through_every_d
     summary_store: SummaryStore, door: Door, mode: Mode
 ) -> None:
     summarizer, agent_model = RecordingSummarizer(reply=vague), FakeToolCallingModel()
-    agent = build_agent(door, agent_model, InMemorySaver(), summary_store, TRIGGER, model=summarizer)
+    agent = build_agent(
+        door, agent_model, InMemorySaver(), summary_store, TRIGGER, model=summarizer
+    )
     thread = f"ledger-{door}-{mode}"
     events = await stream_events(agent, {"messages": conversation()}, thread_config(thread), mode)
 
@@ -130,11 +137,11 @@ async def test_the_report_carries_the_figures_and_an_update_keeps_them(
 
     async def call(history: list[BaseMessage]) -> dict[str, Any]:
         if mode == "async":
-            result: dict[str, Any] = await graph.ainvoke({"messages": history}, config)
+            result: dict[str, Any] = await graph.ainvoke(graph_input(history), config)
             return result
         import asyncio
 
-        return await asyncio.to_thread(graph.invoke, {"messages": history}, config)
+        return await asyncio.to_thread(graph.invoke, graph_input(history), config)
 
     first = (await call(messages))["compaction"]
     assert first.action == "summarized"
@@ -160,7 +167,7 @@ async def test_disabled_stores_the_reply_as_written(summary_store: SummaryStore)
     summarizer = RecordingSummarizer(reply=vague)
     config = {**TRIGGER, "integrity": {"enabled": False}}
     graph = create_compaction_graph(config, model=summarizer, store=summary_store)
-    result = await graph.ainvoke({"messages": conversation()}, thread_config("off"))
+    result = await graph.ainvoke(graph_input(conversation()), thread_config("off"))
     assert result["compaction"].action == "summarized"
     assert result["compaction"].integrity is None
     (record,) = await summary_store.alist_summaries("off")
@@ -174,7 +181,7 @@ async def test_ledger_tokens_zero_checks_and_appends_nothing(summary_store: Summ
         model=RecordingSummarizer(reply=vague),
         store=summary_store,
     )
-    report = (await graph.ainvoke({"messages": conversation()}, thread_config("zero")))["compaction"]
+    report = (await graph.ainvoke(graph_input(conversation()), thread_config("zero")))["compaction"]
     assert report.integrity is not None
     assert (report.integrity.kept, report.integrity.appended) == (0, 0)
     assert report.integrity.dropped == report.integrity.identifiers + report.integrity.artifacts
@@ -195,8 +202,12 @@ async def test_repair_asks_once_more_naming_the_missing_ones(
     summarizer = RecordingSummarizer(reply=reply)
     config = {**TRIGGER, "integrity": {"repair": True, "min_kept": 0.5}}
     agent_model = FakeToolCallingModel()
-    agent = build_agent("parent", agent_model, InMemorySaver(), summary_store, config, model=summarizer)
-    events = await stream_events(agent, {"messages": conversation()}, thread_config(f"r-{mode}"), mode)
+    agent = build_agent(
+        "parent", agent_model, InMemorySaver(), summary_store, config, model=summarizer
+    )
+    events = await stream_events(
+        agent, {"messages": conversation()}, thread_config(f"r-{mode}"), mode
+    )
     assert summarizer.call_count == 2
     repair = summarizer.calls[1].prompt
     for identifier in USER_IDS:
@@ -215,7 +226,7 @@ async def test_no_repair_when_enough_is_kept(summary_store: SummaryStore) -> Non
     summarizer = RecordingSummarizer(reply=lambda call: good)
     config = {**TRIGGER, "integrity": {"repair": True}}
     graph = create_compaction_graph(config, model=summarizer, store=summary_store)
-    report = (await graph.ainvoke({"messages": conversation()}, thread_config("good")))["compaction"]
+    report = (await graph.ainvoke(graph_input(conversation()), thread_config("good")))["compaction"]
     assert summarizer.call_count == 1
     assert report.integrity is not None and not report.integrity.repaired
 
@@ -257,8 +268,12 @@ async def test_review_shows_the_ledger_keeps_it_on_accept_and_recomputes_it_on_e
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_custom_compactor_takes_the_same_path(summary_store: SummaryStore, mode: Mode) -> None:
-    def compactor(messages: list[BaseMessage], previous: str | None, instruction: str | None) -> str:
+async def test_a_custom_compactor_takes_the_same_path(
+    summary_store: SummaryStore, mode: Mode
+) -> None:
+    def compactor(
+        messages: list[BaseMessage], previous: str | None, instruction: str | None
+    ) -> str:
         return f"{len(messages)} messages about a nightly job failure and a failed edit."
 
     agent_model = FakeToolCallingModel()
@@ -270,3 +285,36 @@ async def test_a_custom_compactor_takes_the_same_path(summary_store: SummaryStor
     for identifier in USER_IDS:
         assert holds(record.summary, identifier), identifier
     assert record.integrity_kept == 0
+
+
+def test_a_background_summary_takes_the_same_path(store: SummaryStore) -> None:
+    """Pre-compaction (``precompact_ratio``) prepares the next summary off the agent's call:
+    it is checked and gets its ledger like any other."""
+    config = {
+        "trigger": {"type": "tokens", "value": 2000},
+        "keep": {"type": "messages", "value": 6},
+        "precompact_ratio": 0.6,
+    }
+    summarizer = RecordingSummarizer(
+        reply=lambda call: "The user filed a ticket each turn; the assistant is on it.", delay=0.05
+    )
+    graph = create_compaction_graph(config, model=summarizer, store=store)
+    thread = thread_config("background")
+    messages: list[BaseMessage] = []
+    background = False
+    for turn in range(14):
+        messages.append(HumanMessage(f"ticket OPS-{turn}00 " + "x" * 300, id=f"q{turn}"))
+        messages.append(AIMessage(f"on it {turn} " + "y" * 300, id=f"a{turn}"))
+        for event in graph.stream(graph_input(messages), thread, stream_mode="custom"):
+            background = background or bool(event.get("background"))
+        time.sleep(0.15)
+    time.sleep(0.5)  # the last background job lands
+    assert background
+    records = store.list_summaries("background")
+    assert records
+    for record in records:
+        assert record.integrity_items is not None
+        covered = [m for m in messages[: record.covered_messages] if m.type == "human"]
+        for message in covered:
+            ticket = message.text.split()[1]
+            assert holds(record.summary, ticket), (ticket, record.version)

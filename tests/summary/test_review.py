@@ -33,6 +33,7 @@ from langgraph.types import Command
 
 from langgraph_compaction import SummaryStore
 from langgraph_compaction.errors import CompactionConfigError
+from langgraph_compaction.summary.ledger import split_ledger
 from langgraph_compaction.summary.review import REJECTED, review_payload
 
 REVIEWED = {**TRIGGER, "review": True}
@@ -80,13 +81,17 @@ async def test_a_new_summary_waits_for_the_person(
     config = thread_config(thread)
 
     first = await run(agent, {"messages": history(10)}, config, mode)
-    draft = _draft_text(summarizer.calls[0])
-    assert _interrupt_of(first) == {
+    payload = _interrupt_of(first)
+    draft = payload["summary"]  # the summarizer's text, then the ledger of what it left out
+    assert split_ledger(draft)[0] == _draft_text(summarizer.calls[0])
+    assert payload == {
         "type": "compaction_review",
         "thread_id": thread,
         "version": 1,
         "summary": draft,
+        "integrity": payload["integrity"],
     }
+    assert payload["integrity"]["identifiers"] > 0
     assert agent_model.call_count == 0  # the model waits with the person
     assert await store.alist_summaries(thread) == []
 
@@ -100,9 +105,10 @@ async def test_a_new_summary_waits_for_the_person(
     else:
         (record,) = stored
         expected = draft if action == "accept" else EDITED
-        assert record.summary == expected
+        assert split_ledger(record.summary)[0] == split_ledger(expected)[0]
         assert record.kind == ("initial" if action == "accept" else "edited")
         assert record.model == "recording-summarizer"
+        expected = record.summary  # an edit gets the ledger of what it leaves out
         assert expected in (_summary_in(agent_model) or "")
 
     # The next call: a stored summary is reused with no question; a rejected one is asked again.
@@ -145,7 +151,7 @@ async def test_the_next_summary_is_reviewed_with_its_version(
     result = await run(agent, {"messages": history(8, start=10)}, config, mode)
     payload = _interrupt_of(result)
     assert payload["version"] == 2
-    assert payload["summary"] == _draft_text(summarizer.calls[1])
+    assert split_ledger(payload["summary"])[0] == _draft_text(summarizer.calls[1])
     assert _draft_text(summarizer.calls[0]) in summarizer.calls[1].prompt  # an update
     await run(agent, Command(resume={"action": "accept"}), config, mode)
     records = await store.alist_summaries(f"versions-{mode}")
@@ -160,11 +166,12 @@ def test_review_with_a_sqlite_checkpointer(store: SummaryStore, tmp_path: Path) 
         )
         config = thread_config("sqlite-saver")
         first = agent.invoke({"messages": history(10)}, config)
-        assert _interrupt_of(first)["summary"] == _draft_text(summarizer.calls[0])
+        shown = split_ledger(_interrupt_of(first)["summary"])[0]
+        assert shown == _draft_text(summarizer.calls[0])
         agent.invoke(Command(resume={"action": "edit", "summary": EDITED}), config)
     assert summarizer.call_count == 1
     (record,) = store.list_summaries("sqlite-saver")
-    assert (record.summary, record.kind) == (EDITED, "edited")
+    assert (split_ledger(record.summary)[0], record.kind) == (EDITED, "edited")
 
 
 async def test_review_with_an_async_sqlite_checkpointer(
@@ -181,7 +188,7 @@ async def test_review_with_an_async_sqlite_checkpointer(
         await agent.ainvoke(Command(resume={"action": "accept"}), config)
     assert summarizer.call_count == 1
     (record,) = await store.alist_summaries("async-sqlite-saver")
-    assert record.summary == _draft_text(summarizer.calls[0])
+    assert split_ledger(record.summary)[0] == _draft_text(summarizer.calls[0])
 
 
 @pytest.mark.parametrize(
@@ -255,5 +262,6 @@ def test_the_payload_is_what_the_store_and_the_server_take() -> None:
         "thread_id": "線程-\ufffd",
         "version": 3,
         "summary": "摘要 \ufffd ملخص \ufffd",
+        "integrity": None,
     }
     json.dumps(payload).encode("utf-8")
