@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from fakes import RecordingSummarizer
+from fakes import RecordingSummarizer, SummarizerCall
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableConfig
@@ -159,6 +160,13 @@ def _check_output(
             assert slot > 0 and positions[slot - 1] == k - 1, f"{where}: orphan {messages[k].id}"
 
 
+def _about(call: SummarizerCall) -> str:
+    """A summary naming a few of the transcript's words, never quoting a whole line of it (the
+    default fake's head could quote a user's "please go ahead", which reads as a request)."""
+    words = dict.fromkeys(w.lower() for w in re.findall(r"[A-Za-z]{6,24}", call.transcript))
+    return f"SUMMARY#{call.index}: the conversation covered {', '.join(list(words)[:4])}."
+
+
 def _replay(
     run: Sequence[BaseMessage],
     keep_name: str,
@@ -174,7 +182,7 @@ def _replay(
     call (quadratic, but it names the call that mutated); otherwise the whole trace is
     digested once at the end (the slices share their message objects with it).
     """
-    summarizer = RecordingSummarizer()
+    summarizer = RecordingSummarizer(reply=_about)
     store = SummaryStore(f"sqlite:///{store_path}")
     graph = create_compaction_graph(_config_for(run, keep_name), model=summarizer, store=store)
     config: RunnableConfig = {"configurable": {"thread_id": name}}

@@ -290,7 +290,8 @@ class IntegrityConfig(ConfigModel):
     """False: the summary is stored as the summarizer wrote it, and no figures are kept."""
     ledger_tokens: count = 400
     """Tokens the ledger may take after the summary's prose (``max_summary_tokens`` caps the
-    prose alone). 0 keeps the check and its figures, and appends nothing."""
+    prose alone), and never more than a tenth of the budget or of the smallest tokens trigger.
+    0 keeps the check and its figures, and appends nothing."""
     repair: bool = False
     """True: when the summary keeps less than ``min_kept`` of the user's identifiers, ask the
     summarizer once more, naming the missing ones (one more call, counted in the report)."""

@@ -5,7 +5,8 @@ identifier or artifact of the tool trail, written after the prose so that the st
 holds it (reused byte for byte, readable in a SQLite browser). Over ``ledger_tokens`` lines go
 in this order (DESIGN 6.13): identifiers from user messages, artifacts that changed or failed
 something, then the rest by how often mentioned, newest first; a line that does not fit is
-dropped and counted. An identifier an artifact's line already states gets no line of its own.
+dropped and counted. An identifier an artifact's line states (its target, or text of a line
+written before it) gets no line of its own.
 """
 
 from __future__ import annotations
@@ -130,7 +131,19 @@ def build_ledger(
     ``tokens`` counts one line as the pipeline's counter would, the heading included once.
     With ``budget`` 0 nothing is written and everything is counted as dropped.
     """
-    entries: list[Entry] = sorted([*missing, *artifacts], key=_rank)
+    # An identifier that is an artifact's target is stated by the artifact's line, which goes
+    # where the weightier of the two would.
+    targets = {artifact.target: artifact for artifact in artifacts}
+    ranks = {id(artifact): _rank(artifact) for artifact in artifacts}
+    for identifier in missing:
+        artifact = targets.get(identifier.text)
+        if artifact is not None:
+            ranks[id(artifact)] = min(ranks[id(artifact)], _rank(identifier))
+    own_lines = [identifier for identifier in missing if identifier.text not in targets]
+    entries: list[Entry] = sorted(
+        [*own_lines, *artifacts],
+        key=lambda entry: ranks[id(entry)] if isinstance(entry, Artifact) else _rank(entry),
+    )
     if not entries:
         return Ledger("", 0, 0)
     left = budget - tokens(LEDGER_HEADING)

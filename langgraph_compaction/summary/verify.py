@@ -3,7 +3,8 @@
 Every new summary takes this path, whoever made it (the summary model, a custom compactor, a
 background pre-compaction, a reviewed draft): the trail of the messages it newly covers is
 merged with the previous summary's (``summary.integrity``), the prose is checked, and the
-ledger of what it dropped is appended within ``integrity.ledger_tokens``. With
+ledger of what it dropped is appended within ``integrity.ledger_tokens`` (and a tenth of the
+context that fits, :data:`LEDGER_SHARE`). With
 ``integrity.repair``, a prose that keeps less than ``integrity.min_kept`` of the user's
 identifiers is sent back once to the summary model, naming the missing ones; the ledger still
 backs up what the second reply drops. The system prompt's identifiers and the prompts' own
@@ -49,7 +50,20 @@ from langgraph_compaction.summary.model_call import (
 )
 from langgraph_compaction.summary.tidy import tidy_reply
 
-__all__ = ["Verified", "covered_trail", "ledger_counter", "previous_trail", "recheck", "verified"]
+__all__ = [
+    "LEDGER_SHARE",
+    "Verified",
+    "covered_trail",
+    "ledger_budget",
+    "ledger_counter",
+    "previous_trail",
+    "recheck",
+    "verified",
+]
+
+LEDGER_SHARE = 0.1
+"""Most of the context the ledger may take: a tenth of the budget (or of the smallest tokens
+trigger), so that in a small window it never makes the next compaction come sooner."""
 
 _REPAIR_TAGS = frozenset({"summary"})
 
@@ -105,13 +119,19 @@ def ledger_counter(pipe: Pipeline) -> Callable[[str], int]:
     return lambda line: max(counter([HumanMessage(content=line)]) - base, 1)
 
 
+def ledger_budget(pipe: Pipeline) -> int:
+    """``integrity.ledger_tokens``, within :data:`LEDGER_SHARE` of the context that fits."""
+    settings = pipe.settings
+    limits = [x for x in (settings.fit_limit, settings.token_limit) if x is not None]
+    tokens = settings.config.integrity.ledger_tokens
+    return min(tokens, int(min(limits) * LEDGER_SHARE)) if limits else tokens
+
+
 def recheck(pipe: Pipeline, measured: Measured, plan: Partition, text: str) -> Checked:
     """``text`` (a person's edit, a draft read back from the store) checked again, its ledger
     rebuilt from the trail: deterministic, so a draft gets the ledger it was shown."""
     trail = covered_trail(pipe, measured, plan)
-    return check_summary(
-        text, trail, pipe.settings.config.integrity.ledger_tokens, ledger_counter(pipe)
-    )
+    return check_summary(text, trail, ledger_budget(pipe), ledger_counter(pipe))
 
 
 def verified(
@@ -126,7 +146,8 @@ def verified(
     rules = pipe.settings.config.integrity
     trail = covered_trail(pipe, measured, plan)
     tokens = ledger_counter(pipe)
-    checked = check_summary(text, trail, rules.ledger_tokens, tokens)
+    budget = ledger_budget(pipe)
+    checked = check_summary(text, trail, budget, tokens)
     share = user_kept_share(checked, trail)
     repaired, calls, usage = False, 0, None
     if rules.repair and models and share is not None and share < rules.min_kept:
@@ -134,7 +155,7 @@ def verified(
         second_text, usage = yield from _repair(pipe, models, prose, checked, labels)
         calls = 1
         if second_text is not None:
-            second = check_summary(second_text, trail, rules.ledger_tokens, tokens)
+            second = check_summary(second_text, trail, budget, tokens)
             if len(second.missing_user) <= len(checked.missing_user):
                 checked, repaired = second, True
     report = replace(checked.report, repaired=repaired)

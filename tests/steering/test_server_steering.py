@@ -29,6 +29,8 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 from test_server import Run, events, messages_of, reports, request, stored
 
+from langgraph_compaction.summary.ledger import split_ledger
+
 CLI = find_cli()
 pytestmark = [
     pytest.mark.slow,
@@ -177,7 +179,7 @@ async def review_then(
     """Run a thread to its review, resume with ``resume``; the interrupt, the stored summary."""
     thread_id = str(uuid.uuid4())
     turn, value = await until_review(client, thread_id)
-    assert set(value) == {"type", "thread_id", "version", "summary"}
+    assert set(value) == {"type", "thread_id", "version", "summary", "integrity"}
     assert (value["type"], value["thread_id"]) == ("compaction_review", thread_id)
     assert isinstance(value["version"], int) and value["summary"].strip()
     assert await stored(store_url, thread_id) == [], "stored before the person answered"
@@ -202,5 +204,5 @@ async def test_a_review_interrupt_reaches_the_client_and_accept_or_edit_resumes_
             review_then(client, store_url, {"action": "accept"}),
             review_then(client, store_url, {"action": "edit", "summary": EDITED}),
         )
-    assert accepted == proposed["summary"]
-    assert edited == EDITED
+    assert accepted == proposed["summary"]  # the draft and its ledger, as shown
+    assert split_ledger(edited)[0] == EDITED  # then the ledger recomputed against it

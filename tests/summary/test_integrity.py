@@ -105,7 +105,9 @@ def test_the_check_keeps_what_the_prose_holds_and_ledgers_the_rest() -> None:
     for identifier in trail.identifiers:
         assert holds(checked.text, identifier.text), identifier
     assert "- edit_file deploy/cron.yaml: error, changed" in ledger
-    assert "- deploy/cron.yaml (user)" in ledger  # the user's own words come first
+    # the user's path is the failed edit's target: one line, first, as the user's words go
+    assert ledger.splitlines()[0] == "- edit_file deploy/cron.yaml: error, changed"
+    assert ledger.count("deploy/cron.yaml") == 1
 
 
 def test_an_identifier_an_artifact_line_states_gets_no_line_of_its_own() -> None:

@@ -318,3 +318,31 @@ def test_a_background_summary_takes_the_same_path(store: SummaryStore) -> None:
         for message in covered:
             ticket = message.text.split()[1]
             assert holds(record.summary, ticket), (ticket, record.version)
+
+
+async def test_in_a_small_context_the_ledger_takes_at_most_a_tenth(
+    summary_store: SummaryStore,
+) -> None:
+    """A 1,000-token trigger: the ledger gets 100 tokens, not 400, so that it never brings the
+    next compaction sooner; what does not fit is counted as dropped."""
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    many = [
+        HumanMessage(f"tickets OPS-{n}1 OPS-{n}2 OPS-{n}3 OPS-{n}4", id=f"t{n}") for n in range(12)
+    ]
+    config = {
+        "trigger": {"type": "tokens", "value": 1000},
+        "keep": {"type": "messages", "value": 2},
+    }
+    graph = create_compaction_graph(
+        config,
+        model=RecordingSummarizer(reply=lambda c: "The user listed tickets."),
+        store=summary_store,
+    )
+    padded = [*many, *(HumanMessage("x " * 400, id=f"pad{n}") for n in range(5))]
+    report = (await graph.ainvoke(graph_input(padded), thread_config("small")))["compaction"]
+    assert report.action == "summarized" and report.integrity is not None
+    (record,) = await summary_store.alist_summaries("small")
+    _, ledger = split_ledger(record.summary)
+    assert count_tokens_approximately([HumanMessage(ledger)]) <= 100
+    assert report.integrity.dropped > 0
