@@ -20,7 +20,8 @@ summary's trail, which is what the ledger must carry across. Every workload keep
 messages (not ``compare.py``'s 20), so that the covered part, not the kept one, is the bulk of
 what the input must hold; ``headroom_ratio`` stays at its default 0.75. Each conversation is
 replayed call by call (``model_call_points``) through ``create_compaction_graph`` with a SQLite
-store in a temporary folder, ``integrity.ledger_tokens`` 400 and the approximate token counter.
+store in a temporary folder, ``integrity.ledger_tokens`` 400 (a tenth of the smallest trigger,
+the package's other bound, is more at these triggers) and the approximate token counter.
 
 After each call whose report says ``summarized``, the covered messages are the history before the
 summary's boundary (``report.summarized_messages`` after the leading system messages). Their
