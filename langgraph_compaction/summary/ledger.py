@@ -91,7 +91,10 @@ def _word_char(char: str) -> bool:
 def identifier_line(identifier: Identifier) -> str:
     """``- ETL-212 (user)``: the identifier as written, and where it came from."""
     source = identifier.source.replace("_", " ")
-    return f"- {_one_line(identifier.text)} ({source})"
+    text = identifier.text  # verbatim, as the check looks for it; one line, as a ledger is
+    if "\n" in text:
+        text = _one_line(text)
+    return f"- {text} ({source})"
 
 
 def artifact_line(artifact: Artifact) -> str:

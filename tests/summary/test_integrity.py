@@ -243,3 +243,10 @@ def test_a_summary_without_items_is_read_from_its_text() -> None:
 def test_the_check_reads_every_script(prose: str, kept: bool) -> None:
     trail = Trail((ident("ETL-212", "user"),))
     assert (check_summary(prose, trail, 400, words).report.kept == 1) is kept
+
+
+def test_an_identifier_with_a_run_of_spaces_is_written_as_it_is() -> None:
+    quoted = Identifier("git  status --short", "quoted", "user", "m3", 3, 1)
+    ledger = build_ledger([quoted], [], 400, words)
+    assert ledger.text == "- git  status --short (user)"
+    assert (ledger.appended, ledger.dropped) == (1, 0)
