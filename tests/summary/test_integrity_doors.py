@@ -346,3 +346,32 @@ async def test_in_a_small_context_the_ledger_takes_at_most_a_tenth(
     _, ledger = split_ledger(record.summary)
     assert count_tokens_approximately([HumanMessage(ledger)]) <= 100
     assert report.integrity.dropped > 0
+
+
+async def test_a_compactors_summary_is_repaired_by_the_fallback_model(
+    summary_store: SummaryStore,
+) -> None:
+    """A custom compactor has no model of its own: the repair call goes to the fallback."""
+
+    def compactor(
+        messages: list[BaseMessage], previous: str | None, instruction: str | None
+    ) -> str:
+        return "A nightly job failure and a failed edit."
+
+    def reply(call: SummarizerCall) -> str:
+        named = [line[2:] for line in call.prompt.splitlines() if line.startswith("- ")]
+        return f"A nightly job failure and a failed edit: {', '.join(named)}."
+
+    fallback = RecordingSummarizer(reply=reply)
+    config = {**TRIGGER, "integrity": {"repair": True}}
+    graph = create_compaction_graph(
+        config, store=summary_store, summarize=compactor, fallback_model=fallback
+    )
+    report = (await graph.ainvoke(graph_input(conversation()), thread_config("fn-repair")))[
+        "compaction"
+    ]
+    assert fallback.call_count == 1
+    assert "leaves out these identifiers" in fallback.calls[0].prompt
+    assert report.integrity is not None and report.integrity.repaired
+    assert report.summary_calls == 2
+    assert report.integrity.kept >= len(USER_IDS)
