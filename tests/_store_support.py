@@ -25,8 +25,10 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
+from sqlalchemy import Connection, create_engine
 
 from langgraph_compaction import SummaryStore
+from langgraph_compaction.store.db.engine import derive_urls
 from langgraph_compaction.store.summary_store import plumbing
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
     "pg_schema",
     "pg_server_url",
     "preloaded_forkserver",
+    "raw_transaction",
     "store_database",
     "summary_fields",
     "unavailable",
@@ -222,3 +225,14 @@ def preloaded_forkserver() -> Iterator[ForkServerContext]:
         else:
             os.environ["PYTHONPATH"] = saved
     yield context
+
+
+@contextmanager
+def raw_transaction(url: str) -> Iterator[Connection]:
+    """One transaction on the database, outside any SummaryStore."""
+    engine = create_engine(derive_urls(url)[0])
+    try:
+        with engine.begin() as conn:
+            yield conn
+    finally:
+        engine.dispose()

@@ -12,20 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from _store_support import Backend, summary_fields
+from _store_support import Backend, raw_transaction, summary_fields
 from alembic import command
-from sqlalchemy import Connection, create_engine, inspect, text
+from sqlalchemy import inspect, text
 
 from langgraph_compaction.store import IntegrityColumns, SummaryRecord, SummaryStore
 from langgraph_compaction.store.cli.inspect import main as cli
 from langgraph_compaction.store.cli.render import WIDTH
-from langgraph_compaction.store.db.engine import derive_urls
 from langgraph_compaction.store.schema.migrate import SCHEMA_VERSION, alembic_config
 from langgraph_compaction.store.summary_store import plumbing
 
@@ -66,26 +63,15 @@ def as_row(integrity: IntegrityColumns) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-@contextmanager
-def raw(url: str) -> Iterator[Connection]:
-    """One transaction on the database, outside any SummaryStore."""
-    engine = create_engine(derive_urls(url)[0])
-    try:
-        with engine.begin() as conn:
-            yield conn
-    finally:
-        engine.dispose()
-
-
 def stored_integrity(url: str, where: str) -> list[tuple[Any, ...]]:
     """The integrity columns as the database holds them (a bool is 0 or 1 on SQLite)."""
-    with raw(url) as conn:
+    with raw_transaction(url) as conn:
         query = f"SELECT {', '.join(COLUMNS)} FROM compaction_summaries WHERE {where}"
         return [tuple(row) for row in conn.execute(text(query))]
 
 
 def meta_version(url: str) -> str:
-    with raw(url) as conn:
+    with raw_transaction(url) as conn:
         return str(conn.execute(text("SELECT value FROM compaction_meta")).scalar())
 
 
@@ -185,10 +171,10 @@ STAMP = datetime(2025, 3, 4, 5, 6, 7, tzinfo=UTC)
 
 def build_version_6_store(url: str) -> None:
     """A store at schema 6 (the project's migrations up to 0006) holding one summary."""
-    with raw(url) as conn:
+    with raw_transaction(url) as conn:
         command.upgrade(alembic_config(conn), "0006")
     stored: Any = STAMP.isoformat(timespec="microseconds") if url.startswith("sqlite") else STAMP
-    with raw(url) as conn:
+    with raw_transaction(url) as conn:
         assert conn.execute(text("SELECT value FROM compaction_meta")).scalar() == "6"
         conn.execute(
             text(
@@ -222,10 +208,10 @@ def test_a_version_6_store_is_upgraded_in_place_keeping_its_rows(store_url: str)
 def test_a_version_7_store_downgrades_to_6_and_up_again(store_url: str) -> None:
     with SummaryStore(store_url) as store:
         first = plumbing(store).add_summary(**summary_fields("t", "ns", 1), integrity=CHECKED)
-    with raw(store_url) as conn:
+    with raw_transaction(store_url) as conn:
         command.downgrade(alembic_config(conn), "0006")
     assert meta_version(store_url) == "6"
-    with raw(store_url) as conn:
+    with raw_transaction(store_url) as conn:
         names = {c["name"] for c in inspect(conn).get_columns("compaction_summaries")}
         assert not names & set(COLUMNS) and "cache_read_tokens" in names
         kept = conn.execute(text("SELECT id, summary FROM compaction_summaries")).all()
@@ -242,7 +228,7 @@ def test_the_check_reports_integrity_figures_out_of_range(store_url: str) -> Non
     with SummaryStore(store_url) as store:
         row = plumbing(store).add_summary(**summary_fields("t", "default", 1), integrity=CHECKED)
         assert store.check_integrity() == []
-    with raw(store_url) as conn:
+    with raw_transaction(store_url) as conn:
         conn.execute(
             text(
                 "UPDATE compaction_summaries SET integrity_kept = 20, integrity_dropped = -1, "
@@ -313,7 +299,7 @@ def test_inspect_shows_one_null_figure_as_a_dash(
 ) -> None:
     with SummaryStore(store_url) as store:
         plumbing(store).add_summary(**summary_fields("t", "default", 1), integrity=CHECKED)
-    with raw(store_url) as conn:  # a hand edit
+    with raw_transaction(store_url) as conn:  # a hand edit
         conn.execute(text("UPDATE compaction_summaries SET integrity_repaired = NULL"))
         conn.execute(text("UPDATE compaction_summaries SET integrity_dropped = NULL"))
     versions = run(capsys, "--url", store_url, "--thread", "t")

@@ -9,23 +9,21 @@ identical to the tables the code declares.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _store_support import raw_transaction
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Connection, create_engine, text
+from sqlalchemy import create_engine, text
 from sqlalchemy import inspect as sa_inspect
 
 from langgraph_compaction.errors import SummaryStoreError
 from langgraph_compaction.store import SummaryStore
 from langgraph_compaction.store.cli.inspect import main as cli
-from langgraph_compaction.store.db.engine import derive_urls
 from langgraph_compaction.store.schema.fulltext import is_fulltext_object
 from langgraph_compaction.store.schema.migrate import (
     HEAD_REVISION,
@@ -97,25 +95,14 @@ FIRST_RELEASE_ROWS = [
 ]
 
 
-@contextmanager
-def raw_connection(url: str) -> Iterator[Connection]:
-    """One transaction on the database, outside any SummaryStore."""
-    engine = create_engine(derive_urls(url)[0])
-    try:
-        with engine.begin() as conn:
-            yield conn
-    finally:
-        engine.dispose()
-
-
 def execute(url: str, *statements: str, params: list[dict[str, Any]] | None = None) -> None:
-    with raw_connection(url) as conn:
+    with raw_transaction(url) as conn:
         for statement in statements:
             conn.execute(text(statement), params or {})
 
 
 def fetch(url: str, query: str) -> list[tuple[Any, ...]]:
-    with raw_connection(url) as conn:
+    with raw_transaction(url) as conn:
         return [tuple(row) for row in conn.execute(text(query))]
 
 
@@ -131,7 +118,7 @@ def build_first_release_store(url: str) -> None:
         | {"at": stamp}
         for row in FIRST_RELEASE_ROWS
     ]
-    with raw_connection(url) as conn:
+    with raw_transaction(url) as conn:
         for statement in ddl:
             conn.execute(text(statement))
         conn.execute(
@@ -153,7 +140,7 @@ def build_first_release_store(url: str) -> None:
 
 def schema_differences(url: str) -> list[Any]:
     """What differs between the database's tables and the ones the code declares."""
-    with raw_connection(url) as conn, warnings.catch_warnings():
+    with raw_transaction(url) as conn, warnings.catch_warnings():
         # Reflection cannot read back the DESC expression of an index; the names and
         # columns still get compared.
         warnings.filterwarnings("ignore", message=".*expression-based index")
@@ -231,10 +218,10 @@ def test_a_version_2_store_gets_generations_and_leases_and_keeps_its_rows(
             source_tokens=100, kind="initial", model=None, rescued_message_ids=[],
         )  # fmt: skip
         plumbing(store).record_failure("t", "ns", message_count=4, error="boom")
-    with raw_connection(store_url) as conn:
+    with raw_transaction(store_url) as conn:
         command.downgrade(alembic_config(conn), "0002")
     assert fetch(store_url, "SELECT value FROM compaction_meta") == [("2",)]
-    with raw_connection(store_url) as conn:
+    with raw_transaction(store_url) as conn:
         assert not {"compaction_generations", "compaction_leases"} & set(
             sa_inspect(conn).get_table_names()
         )
@@ -273,13 +260,13 @@ def test_an_in_memory_schema_is_the_declared_one(tmp_path: Path) -> None:
 def test_a_downgraded_store_is_upgraded_again(store_url: str) -> None:
     with SummaryStore(store_url) as store:
         store.list_summaries("t")
-    with raw_connection(store_url) as conn:
+    with raw_transaction(store_url) as conn:
         command.downgrade(alembic_config(conn), "0001")
     assert fetch(store_url, "SELECT value FROM compaction_meta") == [("1",)]
 
     with SummaryStore(store_url) as store:
         store.list_summaries("t")
-    with raw_connection(store_url) as conn:
+    with raw_transaction(store_url) as conn:
         assert current_revision(conn) == HEAD_REVISION
     assert schema_differences(store_url) == []
 

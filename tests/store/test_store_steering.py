@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import queue
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from multiprocessing.context import ForkServerContext
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 import _steering_workers as steering
 import _store_workers as workers
 import pytest
-from _store_support import Backend, preloaded_forkserver, summary_fields
+from _store_support import Backend, preloaded_forkserver, raw_transaction, summary_fields
 from alembic import command
 from sqlalchemy import Connection, create_engine, text
 
@@ -428,16 +427,6 @@ async def test_deleting_a_thread_clears_its_pins_reviews_and_request(backend: Ba
 # -- the consistency check -----------------------------------------------------------------------
 
 
-@contextmanager
-def _raw(url: str) -> Iterator[Connection]:
-    engine = create_engine(derive_urls(url)[0])
-    try:
-        with engine.begin() as conn:
-            yield conn
-    finally:
-        engine.dispose()
-
-
 def test_the_check_knows_edits_and_revocations(store_url: str) -> None:
     with SummaryStore(store_url) as store:
         first = plumbing(store).add_summary(**summary_fields("t", "default", 1))
@@ -449,7 +438,7 @@ def test_the_check_knows_edits_and_revocations(store_url: str) -> None:
         assert store.check_integrity() == []
 
     early = datetime.now(UTC) - timedelta(days=1)
-    with _raw(store_url) as conn:
+    with raw_transaction(store_url) as conn:
         conn.execute(
             summaries.update()
             .where(summaries.c.kind == "edited")
@@ -468,11 +457,11 @@ def test_the_check_knows_edits_and_revocations(store_url: str) -> None:
 
 
 def test_a_version_4_store_is_upgraded_in_place_keeping_its_rows(store_url: str) -> None:
-    with _raw(store_url) as conn:
+    with raw_transaction(store_url) as conn:
         command.upgrade(alembic_config(conn), "0004")
     stamp: Any = datetime(2025, 3, 4, 5, 6, 7, tzinfo=UTC)
     stored = stamp.isoformat(timespec="microseconds") if store_url.startswith("sqlite") else stamp
-    with _raw(store_url) as conn:
+    with raw_transaction(store_url) as conn:
         assert conn.execute(text("SELECT value FROM compaction_meta")).scalar() == "4"
         conn.execute(
             text(
@@ -516,7 +505,7 @@ def test_a_version_4_store_is_upgraded_in_place_keeping_its_rows(store_url: str)
         store.pin_messages("t", ["m-1"], namespace="ns")
         assert plumbing(store).thread_controls("t", "ns") == ThreadControls(3, False)
         assert store.check_integrity() == []
-    with _raw(store_url) as conn:
+    with raw_transaction(store_url) as conn:
         assert conn.execute(text("SELECT value FROM compaction_meta")).scalar() == str(
             SCHEMA_VERSION
         )
@@ -525,7 +514,7 @@ def test_a_version_4_store_is_upgraded_in_place_keeping_its_rows(store_url: str)
 def test_schema_5_declares_the_partial_prefix_index_and_the_edited_kind(store_url: str) -> None:
     with SummaryStore(store_url) as store:
         store.list_summaries("t")
-    with _raw(store_url) as conn:
+    with raw_transaction(store_url) as conn:
         if conn.dialect.name == "sqlite":
             query = "SELECT sql FROM sqlite_master WHERE name = :name"
             ddl = conn.execute(text(query), {"name": "ux_compaction_summaries_prefix"}).scalar()

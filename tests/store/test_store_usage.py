@@ -13,20 +13,17 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _store_support import Backend, summary_fields
+from _store_support import Backend, raw_transaction, summary_fields
 from alembic import command
-from sqlalchemy import Connection, create_engine, text
+from sqlalchemy import text
 
 from langgraph_compaction.store import ReviewDraft, SummaryRecord, SummaryStore
 from langgraph_compaction.store.cli.render import WIDTH
-from langgraph_compaction.store.db.engine import derive_urls
 from langgraph_compaction.store.schema.migrate import SCHEMA_VERSION, alembic_config
 from langgraph_compaction.store.summary_store import plumbing
 
@@ -38,19 +35,8 @@ def usage_of(row: SummaryRecord | ReviewDraft) -> tuple[int | None, ...]:
     return (row.input_tokens, row.output_tokens, row.cache_read_tokens)
 
 
-@contextmanager
-def raw(url: str) -> Iterator[Connection]:
-    """One transaction on the database, outside any SummaryStore."""
-    engine = create_engine(derive_urls(url)[0])
-    try:
-        with engine.begin() as conn:
-            yield conn
-    finally:
-        engine.dispose()
-
-
 def stored_usage(url: str, table: str, where: str) -> list[tuple[Any, ...]]:
-    with raw(url) as conn:
+    with raw_transaction(url) as conn:
         query = f"SELECT {', '.join(USAGE)} FROM {table} WHERE {where}"
         return [tuple(row) for row in conn.execute(text(query))]
 
@@ -177,11 +163,11 @@ async def test_a_review_draft_carries_its_usage(backend: Backend) -> None:
 
 
 def test_a_version_5_store_is_upgraded_in_place_keeping_its_rows(store_url: str) -> None:
-    with raw(store_url) as conn:
+    with raw_transaction(store_url) as conn:
         command.upgrade(alembic_config(conn), "0005")
     stamp: Any = datetime(2025, 3, 4, 5, 6, 7, tzinfo=UTC)
     stored = stamp.isoformat(timespec="microseconds") if store_url.startswith("sqlite") else stamp
-    with raw(store_url) as conn:
+    with raw_transaction(store_url) as conn:
         assert conn.execute(text("SELECT value FROM compaction_meta")).scalar() == "5"
         conn.execute(
             text(
@@ -213,7 +199,7 @@ def test_a_version_5_store_is_upgraded_in_place_keeping_its_rows(store_url: str)
         )
         assert usage_of(new) == (40, 2, None) and new.version == 2
         assert store.check_integrity() == []
-    with raw(store_url) as conn:
+    with raw_transaction(store_url) as conn:
         assert conn.execute(text("SELECT value FROM compaction_meta")).scalar() == str(
             SCHEMA_VERSION
         )
@@ -228,7 +214,7 @@ def test_the_check_reports_a_negative_usage_count(store_url: str) -> None:
             kind="update", model=None, output_tokens=3,
         )  # fmt: skip
         assert store.check_integrity() == []
-    with raw(store_url) as conn:
+    with raw_transaction(store_url) as conn:
         conn.execute(text("UPDATE compaction_summaries SET output_tokens = -4"))
         conn.execute(text("UPDATE compaction_reviews SET cache_read_tokens = -1"))
     with SummaryStore(store_url) as store:
@@ -312,9 +298,9 @@ def test_inspect_shows_each_threads_totals_and_each_versions_usage(store_url: st
 
 @pytest.mark.slow  # another process: seconds
 def test_inspect_reads_a_version_5_store_without_usage(store_url: str) -> None:
-    with raw(store_url) as conn:
+    with raw_transaction(store_url) as conn:
         command.upgrade(alembic_config(conn), "0005")
-    with raw(store_url) as conn:
+    with raw_transaction(store_url) as conn:
         conn.execute(
             text(
                 "INSERT INTO compaction_summaries VALUES ('a', 't', 'default', 1, NULL, 'm-1', "
