@@ -117,6 +117,7 @@ from langgraph_compaction.content.writing_systems import fold_text
 from langgraph_compaction.pipeline.report import CompactionReport
 from langgraph_compaction.summary.integrity import Trail, check_summary, trail_of
 from langgraph_compaction.summary.ledger import LEDGER_HEADING, holds, split_ledger
+from langgraph_compaction.summary.verify import not_identifiers
 
 LEDGER_TOKENS = 400
 KEEP = 10
@@ -230,12 +231,6 @@ def settings(workload: Workload, summarizer: str) -> CompactionConfig:
 
 
 # --------------------------------------------------------------------------- measures
-
-
-def not_identifiers(config: CompactionConfig, system: Sequence[BaseMessage]) -> frozenset[str]:
-    """What the check never counts: the prompts' and the system prompt's identifiers."""
-    texts = [config.summary_prompt, config.update_prompt, *(m.text for m in system)]
-    return frozenset(found for text in texts for found, _ in identifiers_in(text))
 
 
 def _strings(value: object) -> Iterator[str]:

@@ -21,6 +21,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
+from langgraph_compaction.config.compaction import CompactionConfig
 from langgraph_compaction.config.prompts import REPAIR_PROMPT
 from langgraph_compaction.content.identifiers import identifiers_in
 from langgraph_compaction.errors import SummarizerError
@@ -56,6 +57,7 @@ __all__ = [
     "covered_trail",
     "ledger_budget",
     "ledger_counter",
+    "not_identifiers",
     "previous_trail",
     "recheck",
     "verified",
@@ -83,7 +85,7 @@ class Verified:
 def covered_trail(pipe: Pipeline, measured: Measured, plan: Partition) -> Trail:
     """What the summary of ``plan`` must keep: the previous summary's trail, then the trail
     of the messages it newly covers."""
-    exclude = _not_identifiers(pipe, measured.messages[: measured.lead])
+    exclude = not_identifiers(pipe.settings.config, measured.messages[: measured.lead])
     newly = trail_of(measured.messages, plan.evicted, exclude)
     previous = plan.previous
     return merge_trails(previous_trail(previous, exclude), newly) if previous else newly
@@ -97,9 +99,8 @@ def previous_trail(previous: SummaryRecord, exclude: frozenset[str]) -> Trail:
     return summary_trail(previous.summary, exclude)
 
 
-def _not_identifiers(pipe: Pipeline, system: Sequence[BaseMessage]) -> frozenset[str]:
-    """What the system prompt and the prompts say: a summary need not repeat it."""
-    config = pipe.settings.config
+def not_identifiers(config: CompactionConfig, system: Sequence[BaseMessage]) -> frozenset[str]:
+    """What the system messages and the prompts say: a summary need not repeat it."""
     texts = [config.summary_prompt, config.update_prompt, *(str(m.text) for m in system)]
     if config.summary_instructions:
         texts.append(config.summary_instructions)
