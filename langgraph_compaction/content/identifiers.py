@@ -24,7 +24,14 @@ from langgraph_compaction.content.blocks import is_reasoning, media_block, tool_
 from langgraph_compaction.content.identifier_scan import lowercase_names, scan
 from langgraph_compaction.content.writing_systems import fold_text
 
-__all__ = ["Identifier", "IdentifierKind", "Source", "find_identifiers", "identifiers_in"]
+__all__ = [
+    "SOURCE_WEIGHT",
+    "Identifier",
+    "IdentifierKind",
+    "Source",
+    "find_identifiers",
+    "identifiers_in",
+]
 
 IdentifierKind = Literal[
     "url", "email", "path", "uuid", "hex", "issue", "version", "money", "quantity", "date",
@@ -32,7 +39,7 @@ IdentifierKind = Literal[
 ]  # fmt: skip
 Source = Literal["user", "assistant", "tool_call", "tool_result", "summary"]
 
-_WEIGHT: Mapping[Source, int] = {
+SOURCE_WEIGHT: Mapping[Source, int] = {
     "user": 4, "tool_call": 3, "assistant": 2, "tool_result": 1, "summary": 0,
 }  # fmt: skip
 """Which source an identifier keeps when seen in several: the user's word weighs most."""
@@ -99,7 +106,7 @@ def find_identifiers(
                 if is_prose:
                     prose.append(text)
                 matches = scan(text, names=is_prose)
-            weight = _WEIGHT[source]
+            weight = SOURCE_WEIGHT[source]
             for value, kind in matches:
                 seen = found.get(value)
                 if seen is None:

@@ -22,6 +22,7 @@ from langchain_core.messages import BaseMessage
 from langgraph_compaction.content.artifacts import Artifact, find_artifacts
 from langgraph_compaction.content.artifacts import Outcome as ArtifactOutcome
 from langgraph_compaction.content.identifiers import (
+    SOURCE_WEIGHT,
     Identifier,
     IdentifierKind,
     Source,
@@ -52,14 +53,6 @@ MAX_IDENTIFIER_ITEMS = 1000
 """Identifiers kept in a row's items (the weightiest); the rest are not carried forward."""
 MAX_ARTIFACT_ITEMS = 300
 """Artifacts kept in a row's items."""
-
-_WEIGHT: dict[str, int] = {
-    "user": 0,
-    "tool_call": 1,
-    "assistant": 2,
-    "tool_result": 3,
-    "summary": 4,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +105,7 @@ def merge_trails(older: Trail, newer: Trail) -> Trail:
     for new in newer.identifiers:
         old = identifiers.get(new.text)
         if old is not None:
-            source = min(old.source, new.source, key=_WEIGHT.__getitem__)
+            source = max(old.source, new.source, key=SOURCE_WEIGHT.__getitem__)
             new = replace(new, source=source, mentions=old.mentions + new.mentions)
         identifiers[new.text] = new
     artifacts: dict[tuple[str, str], Artifact] = {(a.tool, a.target): a for a in older.artifacts}
@@ -165,9 +158,7 @@ def _bounded(trail: Trail) -> Trail:
     """The weightiest items, in their order: user ones first, then by mentions, newest."""
     identifiers = trail.identifiers
     if len(identifiers) > MAX_IDENTIFIER_ITEMS:
-        ranked = sorted(
-            identifiers, key=lambda i: (_WEIGHT[i.source] > 0, -i.mentions, -i.position)
-        )
+        ranked = sorted(identifiers, key=lambda i: (i.source != "user", -i.mentions, -i.position))
         keep = {i.text for i in ranked[:MAX_IDENTIFIER_ITEMS]}
         identifiers = tuple(i for i in identifiers if i.text in keep)
     artifacts = trail.artifacts

@@ -273,9 +273,8 @@ def reviewed(
         draft = replace(draft, text=answer.summary, summary_cut=False)
         if checking:  # the person's prose as written, the ledger recomputed against it
             checked = recheck(pipe, measured, plan, answer.summary)
-            report = replace(checked.report, repaired=False)
             draft = replace(
-                draft, text=checked.text, integrity=report, integrity_items=checked.items
+                draft, text=checked.text, integrity=checked.report, integrity_items=checked.items
             )
         kind = "edited"
     outcome = yield from store_summary(pipe, measured, decision, plan, draft, kind)
