@@ -375,3 +375,34 @@ async def test_a_compactors_summary_is_repaired_by_the_fallback_model(
     assert report.integrity is not None and report.integrity.repaired
     assert report.summary_calls == 2
     assert report.integrity.kept >= len(USER_IDS)
+
+
+async def test_a_nul_byte_and_a_lone_surrogate_reach_the_store_as_it_takes_them(
+    summary_store: SummaryStore,
+) -> None:
+    """Identifiers holding a NUL or a lone surrogate (a tool's raw output) are stored as the
+    store stores any text (U+FFFD in the summary, escaped in the JSON items), not refused."""
+    messages: list[BaseMessage] = [
+        HumanMessage("run `foo\x00bar` then `x\ud800y` for ETL-9", id="h0"),
+        AIMessage(
+            "",
+            id="a1",
+            tool_calls=[{"name": "read_file", "args": {"path": "a\ud800.py"}, "id": "c1"}],
+        ),
+        ToolMessage("Error: \x00 bad \udc80", tool_call_id="c1", id="t1", status="error"),
+        *(
+            (HumanMessage if n % 2 else AIMessage)(f"pipeline deployment {n}", id=f"s{n}")
+            for n in range(9)
+        ),
+    ]
+    summarizer = RecordingSummarizer(reply=lambda call: "The pipeline deployment failed.")
+    graph = create_compaction_graph(TRIGGER, model=summarizer, store=summary_store)
+    report = (await graph.ainvoke(graph_input(messages), thread_config("raw-bytes")))["compaction"]
+    assert report.action == "summarized" and report.integrity is not None
+    (record,) = await summary_store.alist_summaries("raw-bytes")
+    _, ledger = split_ledger(record.summary)
+    assert "- foo\ufffdbar (user)" in ledger and "- x\ufffdy (user)" in ledger
+    assert "- read_file a\ufffd.py: error" in ledger
+    assert "\x00" not in record.summary
+    items = json.loads(record.integrity_items or "")
+    assert {i["t"] for i in items["identifiers"]} >= {"foo\x00bar", "ETL-9"}
