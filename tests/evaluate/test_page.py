@@ -199,3 +199,8 @@ def test_a_callers_pyplot_is_left_alone(tmp_path: Path) -> None:
         timeout=120,
     )
     assert done.stdout.strip() == "untouched", done.stderr
+
+
+def test_the_same_evaluation_gives_the_same_page(page: str) -> None:
+    """No date and no random ids in the plots: two runs' pages can be diffed."""
+    assert render_page(sample_evaluation()) == page
