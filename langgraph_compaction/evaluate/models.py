@@ -65,7 +65,7 @@ def load_model(spec: str | None, flag: str) -> NamedModel:
             )
         model: BaseChatModel = ChatOpenAI(
             base_url=url,
-            api_key="local",  # type: ignore[arg-type]
+            api_key="local",
             model="smollm2",
             temperature=0,
             timeout=120,

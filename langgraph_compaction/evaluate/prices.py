@@ -83,7 +83,8 @@ class Price:
             cache_write_tokens=written,
             output_tokens=output,
         )
-        return float(calc_price(usage, self.model_ref, provider_id=self.provider_id).total_price)
+        model_ref = self.model_ref or self.label
+        return float(calc_price(usage, model_ref, provider_id=self.provider_id).total_price)
 
 
 @dataclass(frozen=True)
@@ -130,9 +131,13 @@ def price_book(
     ``DEFAULT_PRICE_MODEL``; the summary calls: the summarizer when the table has it, else the
     agent's price (a local model is priced as the model it stands in for).
     """
-    agent_spec = price_model or (agent_model if _is_priced(agent_model) else DEFAULT_PRICE_MODEL)
+    agent_spec = price_model or DEFAULT_PRICE_MODEL
+    if price_model is None and agent_model is not None and _is_priced(agent_model):
+        agent_spec = agent_model
     agent = _table_price(agent_spec, "--price-model")
-    summary = _table_price(summarizer, "--model") if _is_priced(summarizer) else agent
+    summary = agent
+    if summarizer is not None and _is_priced(summarizer):
+        summary = _table_price(summarizer, "--model")
     return PriceBook(
         agent,
         summary,

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, message_to_dict
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
 from langgraph_compaction.content.estimate import message_tokens
@@ -54,7 +55,7 @@ def replay(
     started = time.perf_counter()
     messages = conversation.messages
     tokens = [message_tokens(m) for m in messages]
-    config = {"configurable": {"thread_id": thread_id}}
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     calls: list[CallFigures] = []
     compactions: list[Compaction] = []
     records: dict[int, SummaryRecord] = {}

@@ -21,7 +21,7 @@ from _evaluate_support import (
 )
 from _openai_standin import StandIn, openai_standin
 from _store_support import pg_schema, raw_transaction
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AnyMessage, BaseMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import START, StateGraph, add_messages
 from sqlalchemy import text
@@ -165,7 +165,7 @@ class State(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
 
 
-def _checkpointed(path: Path, thread: str, messages: Sequence[AnyMessage]) -> str:
+def _checkpointed(path: Path, thread: str, messages: Sequence[BaseMessage]) -> str:
     """A real graph that records ``messages`` on ``thread`` in a SQLite checkpointer."""
     builder = StateGraph(State)
     builder.add_node("agent", lambda state: {})
@@ -174,8 +174,9 @@ def _checkpointed(path: Path, thread: str, messages: Sequence[AnyMessage]) -> st
     graph = builder.compile(checkpointer=SqliteSaver(connection))
     half = len(messages) // 2
     config: Any = {"configurable": {"thread_id": thread}}
-    graph.invoke({"messages": list(messages[:half])}, config)
-    graph.invoke({"messages": list(messages[half:])}, config)
+    for part in (messages[:half], messages[half:]):
+        update: Any = {"messages": list(part)}
+        graph.invoke(update, config)
     connection.close()
     return f"sqlite:///{path}"
 

@@ -107,7 +107,7 @@ def test_the_bill_follows_the_cache_rules(store: SummaryStore) -> None:
 
 def test_items_end_in_the_input_the_summary_recall_or_lost(tmp_path: Path) -> None:
     messages = support_conversation(10)
-    fates = {}
+    fates: dict[bool, dict[tuple[str, str], str]] = {}
     for recall in (False, True):
         store = SummaryStore(f"sqlite:///{tmp_path / f'{recall}.db'}")
         graph = create_compaction_graph(
