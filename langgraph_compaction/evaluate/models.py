@@ -23,9 +23,10 @@ __all__ = ["LOCAL", "LOCAL_MODEL_ENV", "NamedModel", "check_reachable", "load_mo
 
 LOCAL = "local"
 LOCAL_MODEL_ENV = "COMPACTION_LOCAL_MODEL_URL"
-LOCAL_MAX_TOKENS = 256
+LOCAL_MAX_TOKENS = 700
 """llama.cpp's server ignores ``max_completion_tokens`` (what ChatOpenAI sends for
-``max_tokens``) and would run a reply to the end of its context: the cap goes in the body."""
+``max_tokens``) and would run a reply to the end of its context: the cap goes in the body. The
+judge's questions need about 700 (at 200 its JSON was cut off)."""
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,7 @@ def test_a_file_gives_the_table_the_json_and_the_page(
         base_url=standin.url,
     )
     assert result.returncode == 0, result.stderr
-    assert "conversations.jsonl:1" in result.stdout and "total" in result.stdout
+    assert "jsonl:1" in result.stdout and "jsonl:2" in result.stdout and "total" in result.stdout
     assert "100%" in result.stderr and "call" in result.stderr  # the progress bar
     data = json.loads(out.read_text(encoding="utf-8"))
     first, second = data["results"]
@@ -83,7 +83,7 @@ def test_a_file_gives_the_table_the_json_and_the_page(
     )
     assert data["settings"]["model"] == "openai:standin"
     assert "claude-sonnet-4-5" in data["settings"]["prices"]
-    assert data["settings"]["config"]["trigger"] == {"type": "tokens", "value": 700}
+    assert data["settings"]["config"]["trigger"] == [{"type": "tokens", "value": 700}]
     summaries = [r for r in standin.requests if "ORD-" in json.dumps(r["messages"])]
     assert summaries, "the summarizer is the stand-in, reached over HTTP"
     assert page.read_text(encoding="utf-8").count("<svg") == 2

@@ -31,7 +31,7 @@ def test_the_local_model_summarizes_answers_and_judges(tmp_path: Path) -> None:
     config.write_text(
         json.dumps(
             {
-                "trigger": {"type": "tokens", "value": 900},
+                "trigger": {"type": "tokens", "value": 300},
                 "keep": {"type": "messages", "value": 4},
                 "max_summary_tokens": 128,
                 "parameters": {"extra_body": {"max_tokens": 128}},
