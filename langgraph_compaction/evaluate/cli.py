@@ -174,4 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         outputs.append((args.html, render_page(evaluation)))
     _write_all(outputs)
     print(render_table(evaluation).encode("utf-8", "replace").decode("utf-8"))
+    unprobed = [f"{r.name} {why}" for r in evaluation.results for why in r.unprobed]
+    if unprobed:
+        print(f"No probes for {len(unprobed)} compactions (the judge failed): {unprobed[0][:200]}")
     return 0

@@ -43,6 +43,7 @@ __all__ = [
     "GRADE_PROMPT",
     "QUESTIONS_PROMPT",
     "QUESTIONS_SCHEMA",
+    "NoProbesError",
     "answer",
     "grade",
     "probe_compaction",
@@ -50,6 +51,11 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+
+class NoProbesError(Exception):
+    """The judge could not write the questions of a compaction (kept with the results)."""
+
 
 TOOL_RESULT_CHARS = 2_000
 """A tool result is shown to the question writer in its first characters only."""
@@ -190,8 +196,7 @@ def probe_compaction(
     try:
         questions = write_questions(judge, evicted)
     except Exception as error:
-        logger.warning("no probes for call %d: %s", compaction.call, _describe(error))
-        return ()
+        raise NoProbesError(f"call {compaction.call}: {_describe(error)}") from error
     grader = create_llm_as_judge(
         prompt=GRADE_PROMPT,
         judge=judge,

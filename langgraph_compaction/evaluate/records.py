@@ -151,6 +151,8 @@ class ConversationResult:
     bill_with: Bill
     bill_without: Bill
     probes: tuple[Probe, ...] = ()
+    unprobed: tuple[str, ...] = ()
+    """Compactions the judge could not write questions for, with why."""
     seconds: float = 0.0
 
     @property

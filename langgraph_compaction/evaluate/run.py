@@ -20,7 +20,7 @@ from langgraph_compaction.config.compaction import CompactionConfig
 from langgraph_compaction.evaluate.calls import model_call_points
 from langgraph_compaction.evaluate.models import NamedModel
 from langgraph_compaction.evaluate.prices import PriceBook
-from langgraph_compaction.evaluate.probes import probe_compaction
+from langgraph_compaction.evaluate.probes import NoProbesError, probe_compaction
 from langgraph_compaction.evaluate.records import Conversation, Evaluation, Probe
 from langgraph_compaction.evaluate.replay import replay
 from langgraph_compaction.graph import create_compaction_graph
@@ -97,13 +97,19 @@ def evaluate(plan: Plan, *, progress: bool = True) -> Evaluation:
             )
             if plan.judge is not None and plan.agent is not None:
                 probes: list[Probe] = []
+                unprobed: list[str] = []
                 for compaction in result.compactions:
                     bar.set_postfix_str(f"probing compaction {compaction.version}")
-                    probes.extend(
-                        probe_compaction(compaction, judge=plan.judge.model, agent=plan.agent.model)
-                    )
+                    try:
+                        probes.extend(
+                            probe_compaction(
+                                compaction, judge=plan.judge.model, agent=plan.agent.model
+                            )
+                        )
+                    except NoProbesError as error:
+                        unprobed.append(str(error))
                 bar.set_postfix_str("")
-                result = replace(result, probes=tuple(probes))
+                result = replace(result, probes=tuple(probes), unprobed=tuple(unprobed))
             results.append(result)
     return Evaluation(plan.settings(), tuple(results), time.perf_counter() - started)
 

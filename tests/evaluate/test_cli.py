@@ -52,22 +52,26 @@ def files(tmp_path: Path) -> dict[str, Path]:
     return {"config": config, "conversations": conversations, "dir": tmp_path}
 
 
-def test_a_file_gives_the_table_the_json_and_the_page(
-    standin: StandIn, files: dict[str, Path]
-) -> None:
-    out, page = files["dir"] / "run.json", files["dir"] / "run.html"
-    result = evaluate(
+def on_standin(
+    standin: StandIn, files: dict[str, Path], *args: str | Path
+) -> subprocess.CompletedProcess[str]:
+    """The command on the test's conversations and config, the stand-in as summarizer."""
+    return evaluate(
         files["conversations"],
         "--config",
         files["config"],
         "--model",
         "openai:standin",
-        "--json",
-        out,
-        "--html",
-        page,
+        *args,
         base_url=standin.url,
     )
+
+
+def test_a_file_gives_the_table_the_json_and_the_page(
+    standin: StandIn, files: dict[str, Path]
+) -> None:
+    out, page = files["dir"] / "run.json", files["dir"] / "run.html"
+    result = on_standin(standin, files, "--json", out, "--html", page)
     assert result.returncode == 0, result.stderr
     assert "jsonl:1" in result.stdout and "jsonl:2" in result.stdout and "total" in result.stdout
     assert "100%" in result.stderr and "call" in result.stderr  # the progress bar
@@ -91,12 +95,9 @@ def test_a_file_gives_the_table_the_json_and_the_page(
 
 def test_probes_are_written_answered_and_graded(standin: StandIn, files: dict[str, Path]) -> None:
     out = files["dir"] / "run.json"
-    result = evaluate(
-        files["conversations"],
-        "--config",
-        files["config"],
-        "--model",
-        "openai:standin",
+    result = on_standin(
+        standin,
+        files,
         "--agent-model",
         "openai:standin",
         "--judge",
@@ -104,7 +105,6 @@ def test_probes_are_written_answered_and_graded(standin: StandIn, files: dict[st
         "--json",
         out,
         "--quiet",
-        base_url=standin.url,
     )
     assert result.returncode == 0, result.stderr
     assert "100%" not in result.stderr  # --quiet: no progress bar
@@ -118,17 +118,7 @@ def test_probes_are_written_answered_and_graded(standin: StandIn, files: dict[st
 
 def test_a_store_url_keeps_the_summaries(standin: StandIn, files: dict[str, Path]) -> None:
     database = files["dir"] / "kept.db"
-    result = evaluate(
-        files["conversations"],
-        "--config",
-        files["config"],
-        "--model",
-        "openai:standin",
-        "--store",
-        f"sqlite:///{database}",
-        "--quiet",
-        base_url=standin.url,
-    )
+    result = on_standin(standin, files, "--store", f"sqlite:///{database}", "--quiet")
     assert result.returncode == 0, result.stderr
     with sqlite3.connect(database) as db:
         threads = [t for (t,) in db.execute("SELECT DISTINCT thread_id FROM compaction_summaries")]
@@ -143,17 +133,7 @@ def test_a_store_url_keeps_the_summaries(standin: StandIn, files: dict[str, Path
 @pytest.mark.slow
 def test_a_postgresql_store(standin: StandIn, files: dict[str, Path]) -> None:
     with pg_schema() as url:
-        result = evaluate(
-            files["conversations"],
-            "--config",
-            files["config"],
-            "--model",
-            "openai:standin",
-            "--store",
-            url,
-            "--quiet",
-            base_url=standin.url,
-        )
+        result = on_standin(standin, files, "--store", url, "--quiet")
         assert result.returncode == 0, result.stderr
         with raw_transaction(url) as connection:
             rows = connection.execute(text("SELECT thread_id, model FROM compaction_summaries"))
@@ -216,19 +196,7 @@ def test_a_prices_file_sets_the_bill(standin: StandIn, files: dict[str, Path]) -
     prices = files["dir"] / "prices.yaml"
     prices.write_text("agent: {input: 1000000, output: 0}\n")  # a dollar a token, no cache
     out = files["dir"] / "run.json"
-    result = evaluate(
-        files["conversations"],
-        "--config",
-        files["config"],
-        "--model",
-        "openai:standin",
-        "--prices",
-        prices,
-        "--json",
-        out,
-        "--quiet",
-        base_url=standin.url,
-    )
+    result = on_standin(standin, files, "--prices", prices, "--json", out, "--quiet")
     assert result.returncode == 0, result.stderr
     first = json.loads(out.read_text(encoding="utf-8"))["results"][0]
     assert first["bill_without"]["total"] == pytest.approx(first["totals"]["tokens_without"])

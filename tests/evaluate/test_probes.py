@@ -17,7 +17,12 @@ from _openai_standin import StandIn, openai_standin
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_openai import ChatOpenAI
 
-from langgraph_compaction.evaluate.probes import answer, probe_compaction, write_questions
+from langgraph_compaction.evaluate.probes import (
+    NoProbesError,
+    answer,
+    probe_compaction,
+    write_questions,
+)
 from langgraph_compaction.evaluate.records import Compaction
 from langgraph_compaction.summary.prompts import render_transcript
 
@@ -184,7 +189,8 @@ def test_a_judge_failing_to_grade_or_to_write_costs_the_probe_not_the_run(
     standin.fail_when = lambda body: True
     asked = len(standin.requests)
 
-    assert probe_compaction(_compaction(), judge=model, agent=model) == ()
+    with pytest.raises(NoProbesError, match=r"^call \d+: OpenAIAPIError"):
+        probe_compaction(_compaction(), judge=model, agent=model)
     assert len(standin.requests) == asked + 1  # the questions only: nothing was answered
 
 
