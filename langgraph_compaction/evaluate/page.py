@@ -11,7 +11,6 @@ from __future__ import annotations
 import html
 import io
 import json
-import math
 import re
 from collections.abc import Iterable, Sequence
 from typing import Literal
@@ -20,6 +19,7 @@ import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, StrMethodFormatter
 
+from langgraph_compaction.evaluate.formatting import dollars, ratio
 from langgraph_compaction.evaluate.records import (
     PROBE_KINDS,
     CallFigures,
@@ -58,19 +58,6 @@ def clean(text: object) -> str:
 
 def number(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
-
-
-def dollars(value: float) -> str:
-    """Cents from $100 up, four significant figures below (the table's rule)."""
-    if value == 0:
-        return "$0"
-    if abs(value) >= 100:
-        return f"${value:,.2f}"
-    return f"${value:,.{min(10, 3 - math.floor(math.log10(abs(value))))}f}"
-
-
-def ratio(with_: int, without: int) -> str:
-    return f"{with_ / without:.2f}x" if without else "-"
 
 
 def table(
@@ -243,8 +230,10 @@ def items_section(result: ConversationResult) -> str:
 
 
 def probes_section(result: ConversationResult) -> str:
+    unprobed = "".join(f'<li dir="auto">{clean(why)}</li>\n' for why in result.unprobed)
+    note = f"<p>Not probed (the judge failed):</p>\n<ul>\n{unprobed}</ul>\n" if unprobed else ""
     if not result.probes:
-        return ""
+        return f"<h3>Probes</h3>\n{note}" if note else ""
     order = {k: i for i, k in enumerate(PROBE_KINDS)}
     grade = {True: '<span class="right">right</span>', False: '<span class="wrong">wrong</span>'}
     rows = [
@@ -266,7 +255,7 @@ def probes_section(result: ConversationResult) -> str:
         "call", "kind", "question", "expected", "answer with compaction", "grade", "comment",
         "answer without", "grade", "comment",
     )  # fmt: skip
-    return "<h3>Probes</h3>\n" + table(head, rows, text=frozenset(range(1, 10)))
+    return "<h3>Probes</h3>\n" + note + table(head, rows, text=frozenset(range(1, 10)))
 
 
 def conversation_section(number_: int, result: ConversationResult) -> str:

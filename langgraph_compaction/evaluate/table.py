@@ -5,13 +5,13 @@ it goes to CI logs and files as often as to a terminal.
 
 from __future__ import annotations
 
-import math
 import re
 import textwrap
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from langgraph_compaction.evaluate.formatting import dollars, ratio
 from langgraph_compaction.evaluate.records import ConversationResult, Evaluation, Place
 
 __all__ = ["render_table"]
@@ -100,20 +100,6 @@ def total_of(rows: Sequence[Figures]) -> Figures:
         right_with=sum(r.right_with for r in rows),
         right_without=sum(r.right_without for r in rows),
     )
-
-
-def dollars(value: float) -> str:
-    """Cents from $100 up, four significant figures below (a cheap run is still told apart)."""
-    if value == 0:
-        return "$0"
-    if abs(value) >= 100:
-        return f"${value:,.2f}"
-    decimals = min(10, 3 - math.floor(math.log10(abs(value))))
-    return f"${value:,.{decimals}f}"
-
-
-def ratio(with_: int, without: int) -> str:
-    return f"{with_ / without:.2f}x" if without else "-"
 
 
 def survived(places: dict[Place, int]) -> str:

@@ -204,3 +204,15 @@ def test_a_callers_pyplot_is_left_alone(tmp_path: Path) -> None:
 def test_the_same_evaluation_gives_the_same_page(page: str) -> None:
     """No date and no random ids in the plots: two runs' pages can be diffed."""
     assert render_page(sample_evaluation()) == page
+
+
+def test_compactions_the_judge_could_not_probe_are_named() -> None:
+    calls = build_calls([1_000, 5_000, 9_000], {1: 2_000})
+    why = "call 1: LengthFinishReasonError: <cut> at 700 tokens"
+    result = ConversationResult(
+        "c", calls, (), (), Bill(0.01, 0.0), Bill(0.02, 0.0), unprobed=(why,)
+    )
+    page = render_page(Evaluation(sample_evaluation().settings, (result,)))
+    read(page)
+    assert "<h3>Probes</h3>" in page and "Not probed (the judge failed)" in page
+    assert "call 1: LengthFinishReasonError: &lt;cut&gt; at 700 tokens" in page
