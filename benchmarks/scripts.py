@@ -14,7 +14,8 @@ several thousand characters), counts each with
 
 and sets the package's estimates beside them:
 
-- ``text``: ``weighted_chars(text) / 4``, the text's own tokens (both tokenizers);
+- ``text``: ``text_chars(text) / 4`` (``weighted_chars`` by script, JSON-shaped text at 2.7
+  characters a token), the text's own tokens (both tokenizers);
 - ``message``: the default counter on one ``HumanMessage`` holding the text, against
   OpenAI's rule for one chat message (3 tokens, the role's tokens, the content's tokens; the
   reply's 3 priming tokens left out, as the counter leaves them out). o200k only: the llama
@@ -65,6 +66,7 @@ from pathlib import Path
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
+from langgraph_compaction.content.estimate import text_chars
 from langgraph_compaction.content.writing_systems import weighted_chars
 
 __all__ = ["Sample", "collect_samples", "main"]
@@ -415,7 +417,7 @@ def measure(
     threads: dict[str, list[tuple[BaseMessage, int]]] = {}
     for sample in samples:
         text_tokens = len(encoding.encode(sample.text))
-        estimate = weighted_chars(sample.text) / 4
+        estimate = text_chars(sample.text) / 4
         message = as_message(sample)
         role = "tool" if isinstance(message, ToolMessage) else "user"
         # OpenAI's rule for one message: 3 tokens, the role, the content (and a tool call id).
@@ -493,7 +495,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         llama = None if args.no_llama else stack.enter_context(llama_tokenizer())
         table = measure(samples, llama, counter)
     print(
-        f"estimate / real; text: weighted_chars / 4 against the text's tokens; "
+        f"estimate / real; text: text_chars / 4 against the text's tokens; "
         f"message: {name} on one message against OpenAI's rule for it (3 + role + content); "
         f"thread: {THREAD} messages of a kind counted together; err95: p95 of "
         f"|estimate - real| / real. {len(samples)} samples, {time.perf_counter() - started:.0f} s",

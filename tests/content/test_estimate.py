@@ -26,7 +26,13 @@ from langchain_core.runnables import RunnableConfig
 from media_files import b64, data_url, pdf, png, wav
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
-from langgraph_compaction.content.estimate import estimate_tokens, message_tokens
+from langgraph_compaction.content.estimate import (
+    JSON_CHARS_PER_TOKEN,
+    estimate_tokens,
+    looks_like_json,
+    message_tokens,
+    text_chars,
+)
 from langgraph_compaction.content.history_scan import HistoryIndex
 from langgraph_compaction.content.media import PDF_TOKENS_PER_PAGE
 from langgraph_compaction.content.writing_systems import weighted_chars
@@ -245,3 +251,53 @@ def test_a_large_pdf_no_longer_fires_the_trigger_its_base64_would_have(store: Su
     assert report.tokens_before == estimate_tokens(messages) < 30_000
     assert result["llm_input_messages"] == messages
     assert summarizer.call_count == 0
+
+
+# -- JSON-shaped text ----------------------------------------------------------------------------
+
+TOOL_JSON = (
+    '{"reservation_id": "ZFA04Y", "user_id": "mia_li_3668", "origin": "JFK", '
+    '"flights": [{"flight_number": "HAT136", "date": "2024-05-20", "price": 1541}], '
+    '"passengers": [{"first_name": "Mia", "last_name": "Li", "dob": "1990-04-05"}]}'
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "is_json"),
+    [
+        (TOOL_JSON, True),
+        ("  [1, 2, 3]\n", True),
+        ("{}", True),
+        ('{"unfinished": ', False),
+        ("The order {ORD-1} shipped", False),
+        ("[INFO] done", False),
+        ("", False),
+        ("   ", False),
+    ],
+)
+def test_json_is_told_by_its_two_ends(text: str, is_json: bool) -> None:
+    assert looks_like_json(text) is is_json
+
+
+def test_a_json_tool_result_counts_at_2_7_characters_a_token() -> None:
+    # At four a token a JSON tool result was counted a third short (o200k: 2.7 a token).
+    result = ToolMessage(TOOL_JSON, tool_call_id="call_1")
+    chars = round(len(TOOL_JSON) * 4 / JSON_CHARS_PER_TOKEN) + len("call_1") + len("tool")
+    assert message_tokens(result) == math.ceil(chars / 4) + 3
+    assert message_tokens(result) > count_tokens_approximately([result]) * 1.4
+    assert text_chars(TOOL_JSON) == round(len(TOOL_JSON) / JSON_CHARS_PER_TOKEN * 4)
+
+
+def test_json_in_another_script_weighs_both() -> None:
+    text = '{"地址": "北京市朝阳区", "状态": "已发货"}'
+    assert text_chars(text) == round(weighted_chars(text) * 4 / JSON_CHARS_PER_TOKEN)
+    block = [{"type": "text", "text": text}]
+    assert message_tokens(HumanMessage(block)) == message_tokens(HumanMessage(text))
+
+
+def test_prose_and_tool_calls_still_count_as_langchain_core() -> None:
+    messages = [
+        HumanMessage("Where is {my} order? [urgent]"),
+        AIMessage("", tool_calls=[{"name": "lookup", "args": {"id": "ORD-1"}, "id": "c1"}]),
+    ]
+    assert estimate_tokens(messages) == count_tokens_approximately(messages)
