@@ -30,7 +30,6 @@ from typing import Any, cast
 import pytest
 from fakes import RecordingSummarizer, SummarizerCall
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableConfig
 from traces import (
     concatenate_sessions,
@@ -41,6 +40,7 @@ from traces import (
 )
 
 from langgraph_compaction import CompactionReport, SummaryStore, create_compaction_graph
+from langgraph_compaction.content.estimate import estimate_tokens
 
 KEEPS = {
     "keep-messages": {"type": "messages", "value": 4},
@@ -65,13 +65,13 @@ def _fixed_floor(run: Sequence[BaseMessage]) -> int:
     The latest user request is never summarized away, so a trigger below this floor would
     fire on every call whatever the compactor does.
     """
-    system = count_tokens_approximately([m for m in run if m.type == "system"])
-    users = [count_tokens_approximately([m]) for m in run if isinstance(m, HumanMessage)]
+    system = estimate_tokens([m for m in run if m.type == "system"])
+    users = [estimate_tokens([m]) for m in run if isinstance(m, HumanMessage)]
     return system + max(users, default=0)
 
 
 def _config_for(run: Sequence[BaseMessage], keep_name: str) -> dict[str, Any]:
-    total = count_tokens_approximately(run)
+    total = estimate_tokens(run)
     floor = _fixed_floor(run)
     movable = max(total - floor, 1)
     keep = KEEPS[keep_name] or {"type": "tokens", "value": max(movable // 20, 1)}

@@ -239,6 +239,8 @@ def test_the_benchmark_prints_its_table_for_every_script() -> None:
         assert f"{kind}, software" in rows
     for kind in ("English, chat", "code", "JSON tool output"):
         assert kind in rows
-    # JSON costs o200k 2.7 characters a token, ASCII counts at four: the estimate is under.
-    median = float(rows["JSON tool output"].split("|")[1].split()[1])
-    assert 0.6 < median < 0.75
+    # JSON costs o200k 2.7 characters a token, and JSON-shaped text is counted so (at four a
+    # token, as other ASCII, the median was 0.68 and the p95 error 34%).
+    _, median, _, error = rows["JSON tool output"].split("|")[1].split()
+    assert 0.9 < float(median) < 1.1
+    assert float(error.rstrip("%")) < 25
