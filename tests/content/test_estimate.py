@@ -291,7 +291,7 @@ def test_a_json_tool_result_counts_at_2_7_characters_a_token() -> None:
 def test_json_in_another_script_weighs_both() -> None:
     text = '{"地址": "北京市朝阳区", "状态": "已发货"}'
     assert text_chars(text) == round(weighted_chars(text) * 4 / JSON_CHARS_PER_TOKEN)
-    block = [{"type": "text", "text": text}]
+    block: list[str | dict[str, Any]] = [{"type": "text", "text": text}]
     assert message_tokens(HumanMessage(block)) == message_tokens(HumanMessage(text))
 
 
