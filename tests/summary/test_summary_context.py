@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any
 
 import pytest
 from _doors import DOORS, MODES, TRIGGER, Door, Mode, build_agent, history, run, thread_config
 from fakes import AgentSummarizerModel, BoundCall, RecordingSummarizer, ai_tool_call
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, message_to_dict
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -203,3 +205,40 @@ def test_a_summarizer_given_for_the_conversation_is_refused_when_built(
         CompactionConfig.coerce({**CONVERSATION, "model": "openai:gpt-4o-mini"})
     # The transcript mode takes any summarizer, as before.
     create_compaction_graph(TRIGGER, model=summarizer, store=store)
+
+
+def test_background_pre_compaction_sends_the_calls_own_input(store: SummaryStore) -> None:
+    """A summary prepared in the background (DESIGN 6.7) rides the input of the call that
+    started it, sent a moment before: the warmest prefix there is."""
+    model = AgentSummarizerModel()
+    config = {
+        "trigger": {"type": "tokens", "value": 2000},
+        "keep": {"type": "messages", "value": 6},
+        "precompact_ratio": 0.6,
+        "summary_context": "conversation",
+    }
+    graph = create_compaction_graph(
+        config, fallback_model=model, store=store, tools=TOOLS, system_prompt=SYSTEM_PROMPT
+    )
+    agent = model.bind_tools(list(TOOLS))
+    messages: list[BaseMessage] = []  # a new list each turn: a job reads the one it was given
+    thread: RunnableConfig = {"configurable": {"thread_id": "background"}}
+    for turn in range(16):
+        text = f"{TURNS[turn % len(TURNS)]} #{turn} " + "x" * 300
+        messages = [*messages, HumanMessage(text, id=f"q{turn}")]
+        sent = graph.invoke({"messages": messages}, thread)["llm_input_messages"]
+        messages = [*messages, agent.invoke([SystemMessage(content=SYSTEM_PROMPT), *sent])]
+        deadline = time.monotonic() + 10
+        while len(store.list_summaries("background")) < sum(
+            c.is_summary for c in model.bound_calls
+        ):
+            assert time.monotonic() < deadline, "the background summary never landed"
+            time.sleep(0.02)
+    summaries = [c for c in model.bound_calls if c.is_summary]
+    assert summaries and len(store.list_summaries("background")) == len(summaries)
+    agent_inputs = [_bytes(c.messages) for c in model.bound_calls if not c.is_summary]
+    for summary in summaries:
+        assert summary.messages[-1].text.startswith(CONVERSATION_REQUEST_OPENING)
+        # The very input of the call that started it: no message more, none less.
+        assert _bytes(summary.messages[:-1]) in agent_inputs
+        assert summary.kwargs["tool_choice"] == "none"
