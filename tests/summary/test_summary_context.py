@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from _doors import DOORS, MODES, TRIGGER, Door, Mode, build_agent, history, run, thread_config
+from conversations import graph_input
 from fakes import AgentSummarizerModel, BoundCall, RecordingSummarizer, ai_tool_call
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, message_to_dict
 from langchain_core.runnables import RunnableConfig
@@ -226,7 +227,7 @@ def test_background_pre_compaction_sends_the_calls_own_input(store: SummaryStore
     for turn in range(16):
         text = f"{TURNS[turn % len(TURNS)]} #{turn} " + "x" * 300
         messages = [*messages, HumanMessage(text, id=f"q{turn}")]
-        sent = graph.invoke({"messages": messages}, thread)["llm_input_messages"]
+        sent = graph.invoke(graph_input(messages), thread)["llm_input_messages"]
         messages = [*messages, agent.invoke([SystemMessage(content=SYSTEM_PROMPT), *sent])]
         deadline = time.monotonic() + 10
         while len(store.list_summaries("background")) < sum(
