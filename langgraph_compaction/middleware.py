@@ -273,7 +273,10 @@ class CompactionMiddleware(AgentMiddleware):
             settings = dataclasses.replace(settings, fixed_tokens=fixed)
         if settings.config.summary_context == "conversation":  # the summary call sends them
             settings = dataclasses.replace(
-                settings, system_message=request.system_message, tools=tuple(request.tools)
+                settings,
+                system_message=request.system_message,
+                tools=tuple(request.tools),
+                model_settings=dict(request.model_settings),
             )
         return Pipeline(settings, self._memory_for(settings.window), self._jobs)
 

@@ -8,8 +8,8 @@ it runs lives apart, in ``pipeline.memory``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from langchain.chat_models import init_chat_model
@@ -116,6 +116,9 @@ class Settings:
     the head of a ``summary_context: "conversation"`` summary call."""
     tools: tuple[BaseTool | dict[str, Any], ...] = ()
     """The tools the model node binds: bound to a ``conversation`` summary call too."""
+    model_settings: Mapping[str, Any] = field(default_factory=dict)
+    """What the model node binds besides tools (the middleware's ``request.model_settings``,
+    Anthropic's ``cache_control`` say): bound to a ``conversation`` summary call too."""
 
     @classmethod
     def build(

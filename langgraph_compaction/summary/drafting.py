@@ -213,7 +213,10 @@ def draft_by_conversation(
     settings = pipe.settings
     config = settings.config
     try:
-        bound = [bind_summarizer(m, config, labels, settings.tools) for m in models]
+        bound = [
+            bind_summarizer(m, config, labels, settings.tools, settings.model_settings)
+            for m in models
+        ]
         reply = yield from summary_call_messages(
             models, bound, request.messages, request.estimate, config.summary_timeout
         )

@@ -19,7 +19,7 @@ carries whether the provider stopped it at ``max_tokens``, so that its cut sente
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -244,19 +244,26 @@ def bind_summarizer(
     config: CompactionConfig,
     labels: RunnableConfig | None = None,
     tools: Sequence[BaseTool | dict[str, Any]] = (),
+    model_settings: Mapping[str, Any] | None = None,
 ) -> Runnable[Any, BaseMessage]:
     """Cap the output, add the configured parameters, and label the call with ``labels``
     (:func:`summary_labels`; None: the run name and tags alone). The ``nostream`` tag hides
     the call from parent streams. ``tools`` (the agent's, for a conversation summary call)
     are bound with tool use switched off where the model takes ``tool_choice="none"``, bound
-    as they are where it refuses that (a reply with a tool call then fails the summary)."""
+    as they are where it refuses that (a reply with a tool call then fails the summary), and
+    ``model_settings`` (what the agent's model node binds, its cache settings say) under the
+    configured parameters."""
     base: Runnable[Any, BaseMessage] = model
     if tools:
         try:
             base = model.bind_tools(tools, tool_choice="none")
         except (NotImplementedError, ValueError, TypeError, KeyError):
             base = model.bind_tools(tools)
-    parameters = {**config.parameters, "max_tokens": config.max_summary_tokens}
+    parameters = {
+        **(model_settings or {}),
+        **config.parameters,
+        "max_tokens": config.max_summary_tokens,
+    }
     if _is_compatible_server(model):
         # ChatOpenAI sends the cap as max_completion_tokens, which OpenAI-compatible servers
         # such as llama.cpp's ignore; they read max_tokens from the request body.

@@ -12,12 +12,15 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 from _doors import DOORS, MODES, TRIGGER, Door, Mode, build_agent, history, run, thread_config
 from conversations import graph_input
 from fakes import AgentSummarizerModel, BoundCall, RecordingSummarizer, ai_tool_call
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, message_to_dict
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, tool
@@ -243,3 +246,45 @@ def test_background_pre_compaction_sends_the_calls_own_input(store: SummaryStore
         # The very input of the call that started it: no message more, none less.
         assert _bytes(summary.messages[:-1]) in agent_inputs
         assert summary.kwargs["tool_choice"] == "none"
+
+
+class _CacheSettings(AgentMiddleware):
+    """Sets the request's cache settings, as Anthropic's prompt-caching middleware does."""
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        return handler(request.override(model_settings=CACHE_SETTINGS))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        return await handler(request.override(model_settings=CACHE_SETTINGS))
+
+
+CACHE_SETTINGS = {"cache_control": {"type": "ephemeral", "ttl": "5m"}}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_requests_model_settings_reach_the_summary_call(
+    store: SummaryStore, mode: Mode
+) -> None:
+    model = AgentSummarizerModel()
+    compaction = CompactionMiddleware(CONVERSATION, store=store)
+    agent = create_agent(
+        model,
+        tools=list(TOOLS),
+        system_prompt=SYSTEM_PROMPT,
+        middleware=[_CacheSettings(), compaction],  # the settings first: compaction reads them
+        checkpointer=InMemorySaver(),
+    )
+    thread = thread_config(f"settings-{mode}")
+    await run(agent, {"messages": history(6)}, thread, mode)
+    for n, text in enumerate(TURNS[:2]):
+        await run(agent, {"messages": [HumanMessage(text, id=f"turn-{n}")]}, thread, mode)
+    ((previous, summary),) = _summary_calls(model)
+    assert previous.kwargs["cache_control"] == CACHE_SETTINGS["cache_control"]
+    assert summary.kwargs["cache_control"] == previous.kwargs["cache_control"]
+    assert _bytes(summary.messages[: len(previous.messages)]) == _bytes(previous.messages)
