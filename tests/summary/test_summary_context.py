@@ -33,7 +33,11 @@ from langgraph_compaction import (
     create_compaction_graph,
 )
 from langgraph_compaction.errors import CompactionConfigError
-from langgraph_compaction.summary.conversation import CONVERSATION_REQUEST_OPENING
+from langgraph_compaction.pipeline.records import Partition
+from langgraph_compaction.summary.conversation import (
+    CONVERSATION_REQUEST_OPENING,
+    conversation_instruction,
+)
 from langgraph_compaction.summary.prompts import INSTRUCTIONS_HEADING
 
 CONVERSATION = {**TRIGGER, "summary_context": "conversation"}
@@ -288,3 +292,23 @@ async def test_the_requests_model_settings_reach_the_summary_call(
     assert previous.kwargs["cache_control"] == CACHE_SETTINGS["cache_control"]
     assert summary.kwargs["cache_control"] == previous.kwargs["cache_control"]
     assert _bytes(summary.messages[: len(previous.messages)]) == _bytes(previous.messages)
+
+
+def test_the_request_names_what_stays_verbatim_by_id_or_position() -> None:
+    messages = [
+        HumanMessage("请检查 src/app.py", id="h0"),
+        HumanMessage("سأراجع الملف", id=None),
+        HumanMessage("Проверь порт 8080", id="h2"),
+        HumanMessage("继续", id="h3"),
+    ]
+    plan = Partition(3, (1,), (0,), None, "hash", "h2")
+    text = conversation_instruction(messages, plan, "保留端口号")
+    assert text.startswith(CONVERSATION_REQUEST_OPENING)
+    assert "The last 1 message of the conversation above (from the message with id `h3` on)" in text
+    assert "the message 3 from the end" in text  # the rescued one has no id
+    assert "opens with the summary" not in text
+    assert text.endswith(f"{INSTRUCTIONS_HEADING}\n保留端口号")
+    everything = Partition(4, (), (0, 1, 2, 3), None, "h", "h3")
+    whole = conversation_instruction(messages, everything, None)
+    assert "Summarize the whole conversation above." in whole
+    assert INSTRUCTIONS_HEADING not in whole
