@@ -18,13 +18,14 @@ from typing import Any
 import pytest
 from _doors import DOORS, MODES, TRIGGER, Door, Mode, build_agent, history, run, thread_config
 from conversations import graph_input
-from fakes import AgentSummarizerModel, BoundCall, RecordingSummarizer, ai_tool_call
+from fakes import RecordingSummarizer, ai_tool_call
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, message_to_dict
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
+from summarizing_agent import AgentSummarizerModel, BoundCall
 
 from langgraph_compaction import (
     CompactionConfig,
