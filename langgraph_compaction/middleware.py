@@ -271,6 +271,13 @@ class CompactionMiddleware(AgentMiddleware):
         fixed = self._prompt_tokens_of(request.system_prompt) + self._tools_tokens(request.tools)
         if fixed != settings.fixed_tokens:
             settings = dataclasses.replace(settings, fixed_tokens=fixed)
+        if settings.config.summary_context == "conversation":  # the summary call sends them
+            settings = dataclasses.replace(
+                settings,
+                system_message=request.system_message,
+                tools=tuple(request.tools),
+                model_settings=dict(request.model_settings),
+            )
         return Pipeline(settings, self._memory_for(settings.window), self._jobs)
 
     def _ready(self, request: ModelRequest) -> bool:

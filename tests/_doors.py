@@ -10,13 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import warnings
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from fakes import FakeToolCallingModel
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+)
 from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.tools import BaseTool
 from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph, add_messages
@@ -94,17 +102,33 @@ def build_agent(
     model: BaseChatModel | None = None,
     fallback_model: BaseChatModel | None = None,
     summarize: Compactor | None = None,
+    system_prompt: str | None = None,
+    tools: Sequence[BaseTool] = (),
 ) -> Any:
-    """An agent of ``agent_model`` that compacts through ``door``."""
+    """An agent of ``agent_model`` that compacts through ``door``.
+
+    ``system_prompt`` and ``tools``: what the agent's model node adds to each call itself, as
+    each door's own model node adds them (the parent's is written here the same way).
+    """
     if door == "middleware":
         middleware = CompactionMiddleware(
             config, model=model, fallback_model=fallback_model, store=store, summarize=summarize
         )
         return create_agent(
-            agent_model, tools=[], middleware=[middleware], checkpointer=checkpointer
+            agent_model,
+            tools=list(tools),
+            system_prompt=system_prompt,
+            middleware=[middleware],
+            checkpointer=checkpointer,
         )
     graph = create_compaction_graph(
-        config, model=model, fallback_model=fallback_model, store=store, summarize=summarize
+        config,
+        model=model,
+        fallback_model=fallback_model,
+        store=store,
+        summarize=summarize,
+        tools=tools or None,
+        system_prompt=system_prompt,
     )
     if door == "react":
         from langgraph.prebuilt import create_react_agent
@@ -112,17 +136,22 @@ def build_agent(
         with warnings.catch_warnings():  # create_react_agent is deprecated, still supported
             warnings.simplefilter("ignore", DeprecationWarning)
             return create_react_agent(
-                agent_model, tools=[], pre_model_hook=graph, checkpointer=checkpointer
+                agent_model,
+                tools=list(tools),
+                prompt=system_prompt,
+                pre_model_hook=graph,
+                checkpointer=checkpointer,
             )
+    bound = agent_model.bind_tools(list(tools)) if tools else agent_model
+    head: list[BaseMessage] = [SystemMessage(content=system_prompt)] if system_prompt else []
 
     def agent(state: ParentState) -> dict[str, Any]:
-        return {
-            "messages": [agent_model.invoke(state.get("llm_input_messages") or state["messages"])]
-        }
+        sent = state.get("llm_input_messages") or state["messages"]
+        return {"messages": [bound.invoke([*head, *sent])]}
 
     async def aagent(state: ParentState) -> dict[str, Any]:
         sent = state.get("llm_input_messages") or state["messages"]
-        return {"messages": [await agent_model.ainvoke(sent)]}
+        return {"messages": [await bound.ainvoke([*head, *sent])]}
 
     builder = StateGraph(ParentState)
     builder.add_node("compaction", graph)

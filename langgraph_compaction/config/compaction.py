@@ -20,7 +20,7 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, Self, get_args
 
 import yaml
 from pydantic import (
@@ -52,7 +52,14 @@ from langgraph_compaction.config.parts import (
 from langgraph_compaction.config.prompts import DEFAULT_SUMMARY_PROMPT, DEFAULT_UPDATE_PROMPT
 from langgraph_compaction.errors import CompactionConfigError
 
-__all__ = ["CompactionConfig"]
+__all__ = ["CONVERSATION_MODEL_CONFLICT", "CompactionConfig"]
+
+CONVERSATION_MODEL_CONFLICT = (
+    "summary_context 'conversation' summarizes with the agent's own model (a prompt cache "
+    "belongs to one model), so {given} cannot be used with it: remove the model, or set "
+    "summary_context: transcript to summarize with another model"
+)
+"""The error of a summarizer given for ``summary_context: "conversation"``."""
 
 _REMOVED_KEYS = {
     "summarize": "`enabled: true` (or false) in the summarization section",
@@ -157,6 +164,12 @@ class CompactionConfig(ConfigModel):
     cache_breakpoint: bool = False
     """True: the summary message's content carries ``cache_control: {"type": "ephemeral"}``
     (Anthropic prompt caching), so a reused summary is read from the provider's cache."""
+    summary_context: Literal["transcript", "conversation"] = "transcript"
+    """``transcript``: the summary call sends the evicted messages as a transcript in one
+    prompt. ``conversation``: it sends the input the agent's own call would send without a new
+    summary (system prompt, tools with tool use off, messages), then one instruction, so it
+    rides the agent's prompt cache; the agent's own model summarizes (no ``model``), and an
+    input over the window falls back to the transcript for that call."""
     integrity: IntegrityConfig = Field(default_factory=IntegrityConfig)
     """The identifier check and ledger of every new summary (on by default)."""
     review: bool = False
@@ -179,6 +192,12 @@ class CompactionConfig(ConfigModel):
         if "retainRecent" in data:
             _map_retain_recent(data, data.pop("retainRecent"))
         return data
+
+    @model_validator(mode="after")
+    def _conversation_uses_the_agents_model(self) -> Self:
+        if self.summary_context == "conversation" and self.model is not None:
+            raise ValueError(CONVERSATION_MODEL_CONFLICT.format(given=f"model {self.model!r}"))
+        return self
 
     @field_validator("parameters", mode="before")
     @classmethod

@@ -8,18 +8,18 @@ it runs lives apart, in ``pipeline.memory``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from langchain.chat_models import init_chat_model
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.config import get_stream_writer
 
-from langgraph_compaction.config.compaction import CompactionConfig
+from langgraph_compaction.config.compaction import CONVERSATION_MODEL_CONFLICT, CompactionConfig
 from langgraph_compaction.config.triggers import Threshold, resolve_thresholds, scale_thresholds
 from langgraph_compaction.content.tokens import TokenCounter, count_fixed_tokens
 from langgraph_compaction.errors import CompactionConfigError
@@ -111,6 +111,14 @@ class Settings:
     """The recall tool's name when recall is on: the summary message names it."""
     compactor: Compactor | None = None
     """``summarize=``: the custom compactor used instead of the summary model."""
+    system_message: SystemMessage | None = None
+    """The system prompt the model node sends before ``messages`` (as the agent sends it):
+    the head of a ``summary_context: "conversation"`` summary call."""
+    tools: tuple[BaseTool | dict[str, Any], ...] = ()
+    """The tools the model node binds: bound to a ``conversation`` summary call too."""
+    model_settings: Mapping[str, Any] = field(default_factory=dict)
+    """What the model node binds besides tools (the middleware's ``request.model_settings``,
+    Anthropic's ``cache_control`` say): bound to a ``conversation`` summary call too."""
 
     @classmethod
     def build(
@@ -135,6 +143,8 @@ class Settings:
             )
         if not namespace:
             raise CompactionConfigError("namespace must be a non-empty string")
+        if model is not None and resolved.summary_context == "conversation":
+            raise CompactionConfigError(CONVERSATION_MODEL_CONFLICT.format(given="model="))
         summarizer = resolve_model(
             model if model is not None else resolved.model, resolved.provider
         )
@@ -163,6 +173,8 @@ class Settings:
             needs_refine_count=any(t.kind == "refine" for t in thresholds),
             recall_tool=resolved.recall.tool_name if resolved.recall.enabled else None,
             compactor=summarize,
+            system_message=SystemMessage(content=system_prompt) if system_prompt else None,
+            tools=tuple(tools or ()),
         )
 
     @property

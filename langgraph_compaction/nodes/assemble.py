@@ -17,14 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 
 from langgraph_compaction.config.settings import emit
 from langgraph_compaction.content.messages import (
-    answered_calls,
     ensure_tool_pairs,
     find_latest_user_index,
-    keep_tool_calls,
     split_tool_units,
 )
 from langgraph_compaction.content.tokens import TokenCounter, calibrated
@@ -32,28 +30,12 @@ from langgraph_compaction.pipeline.context import Pipeline
 from langgraph_compaction.pipeline.records import Measured, Outcome, OutcomeInput
 from langgraph_compaction.pipeline.report import CompactionAction, CompactionReport, ContextGauge
 from langgraph_compaction.pipeline.telemetry import trace_compaction
-from langgraph_compaction.pruning.epochs import pruned_input, summary_phase, whole_history_phase
 from langgraph_compaction.pruning.pins import count_pinned, is_pinned
 from langgraph_compaction.store import SummaryRecord, storable
 from langgraph_compaction.summary.chunks import shorten_message
-from langgraph_compaction.summary.matching import rescued_positions
+from langgraph_compaction.summary.model_input import model_input
 
-__all__ = ["assemble", "assemble_node", "split_rescued_caller"]
-
-
-def split_rescued_caller(
-    messages: Sequence[BaseMessage], index: int, rescued: set[int]
-) -> BaseMessage:
-    """An AI message keeps only the calls whose results were rescued with it (by position).
-
-    The other calls, answered or not, went to the summary with the whole message; the copy
-    drops them in every form they take (``content.messages.keep_tool_calls``).
-    """
-    message = messages[index]
-    if not isinstance(message, AIMessage) or not message.tool_calls:
-        return message
-    answered = answered_calls(messages, index)
-    return keep_tool_calls(message, [call for r, call in answered.items() if r in rescued])
+__all__ = ["assemble", "assemble_node"]
 
 
 def _shorten_newest_unit(
@@ -92,40 +74,11 @@ def assemble(
 ) -> tuple[list[BaseMessage], CompactionReport]:
     """The model input and the report of this call."""
     settings = pipe.settings
-    messages, scan, lead = measured.messages, measured.scan, measured.lead
+    messages, scan = measured.messages, measured.scan
     record = outcome.record
-    rescued = rescued_positions(pipe, record, messages) if record is not None else ()
-    phase = (
-        summary_phase(pipe, measured, record, rescued)
-        if record is not None
-        else whole_history_phase(pipe, measured)
-    )
-    pruned = pruned_input(pipe, measured, phase, rescued)
-    source = pruned.apply(messages)
-
-    def size(index: int) -> int:
-        return pruned.tokens(index, scan.token(index))
-
-    body: list[BaseMessage] = list(source[:lead])
-    tokens: list[int] = [size(i) for i in range(lead)]
-    kept_from, summary_tokens = lead, 0
-    if record is not None:
-        summary, summary_tokens = pipe.memory.summary_message(
-            record, settings.recall_tool, settings.config.cache_breakpoint
-        )
-        rescued_set = set(rescued)
-        body.append(summary)
-        tokens.append(summary_tokens)
-        for index in rescued:
-            body.append(split_rescued_caller(source, index, rescued_set))
-            tokens.append(size(index))
-        kept_from = record.covered_messages
-    kept_at = len(body)
-    body.extend(source[kept_from:])
-    if pruned.copies:
-        tokens.extend(size(i) for i in range(kept_from, len(source)))
-    else:  # nothing treated: the kept messages' counts are one slice of the scan's
-        tokens.extend(scan.tokens_of(kept_from, len(source)))
+    built = model_input(pipe, measured, record)
+    body, tokens, kept_at, kept_from = built.body, built.tokens, built.kept_at, built.kept_from
+    summary_tokens, rescued, pruned = built.summary_tokens, built.rescued, built.pruned
 
     dropped = shortened = 0
     over_budget = summary_over_budget = False
@@ -180,7 +133,7 @@ def assemble(
         triggers_fired=measured.fired,
         summary_id=record.id if record else None,
         summary_version=record.version if record else None,
-        summarized_messages=(record.covered_messages - lead) if record else 0,
+        summarized_messages=(record.covered_messages - measured.lead) if record else 0,
         summary_calls=outcome.calls,
         pruned_count=pruned.count,
         media_replaced=pruned.media_replaced,

@@ -4,10 +4,12 @@ The summary model reads the evicted messages in consecutive chunks within what o
 (``trim_tokens_to_summarize`` and what the summarizer's window is known to take), each an update
 of the last, every prompt ending with the caller's instructions; a prompt the model refuses as
 too long is summarized again in smaller chunks. A custom compactor gets every evicted message
-in one call (chunks exist to fit a model's window). A model's reply is tidied first
-(``summary.tidy``: echoed delimiters, a repeated section, a sentence cut at ``max_tokens``; a
-compactor's text is its own). Either reply must pass the not-a-summary check and is capped at
-``max_summary_tokens``; a failure is a value (``Failure``), so the caller
+in one call (chunks exist to fit a model's window). With ``summary_context: "conversation"``
+the agent's own model reads the agent's own input and one request instead, in one call
+(``summary.conversation``), and the transcript serves when that input would not fit. A model's
+reply is tidied first (``summary.tidy``: echoed delimiters, a repeated section, a sentence cut
+at ``max_tokens``; a compactor's text is its own). Either reply must pass the not-a-summary
+check and is capped at ``max_summary_tokens``; a failure is a value (``Failure``), so the caller
 can try the fallback model or apply the failure policy. Every call runs labelled as the caller
 says (``labels``, from ``summary.model_call.summary_labels``), and what the answered calls reported
 as usage is summed into the draft (a failed one too: a failure was paid for). A new draft is
@@ -35,6 +37,7 @@ from langgraph_compaction.summary.cap import cap_summary
 from langgraph_compaction.summary.checks import not_a_summary
 from langgraph_compaction.summary.chunks import ChunkPlan, plan_chunks, transcript_tokens
 from langgraph_compaction.summary.compactor import compactor_name, compactor_reply
+from langgraph_compaction.summary.conversation import ConversationRequest, conversation_request
 from langgraph_compaction.summary.model_call import (
     PromptTooLong,
     SummaryCallFailed,
@@ -43,6 +46,7 @@ from langgraph_compaction.summary.model_call import (
     distinct_models,
     model_name,
     summary_call,
+    summary_call_messages,
     summary_labels,
 )
 from langgraph_compaction.summary.prompts import add_instructions, fill_prompt, render_transcript
@@ -53,6 +57,7 @@ __all__ = [
     "Draft",
     "Failure",
     "draft_by_compactor",
+    "draft_by_conversation",
     "draft_by_models",
     "draft_summary",
     "plan_summary_chunks",
@@ -190,6 +195,42 @@ def draft_by_models(
     return Draft(text, model_name(models[0]), calls, shortened, over_trim, cut, usage)
 
 
+def draft_by_conversation(
+    pipe: Pipeline,
+    models: list[BaseChatModel],
+    request: ConversationRequest,
+    source: str,
+    labels: RunnableConfig | None = None,
+) -> Step[Draft | Failure]:
+    """One conversation summary call (DESIGN 6.15): the agent's own input and tools, then the
+    request; its reply checked and capped as any summary. ``source``: the text the reply must
+    be about (the previous summary and the evicted messages' transcript).
+
+    Raises:
+        PromptTooLong: the model refused the input as too long (the caller falls back to
+            the transcript).
+    """
+    settings = pipe.settings
+    config = settings.config
+    try:
+        bound = [
+            bind_summarizer(m, config, labels, settings.tools, settings.model_settings)
+            for m in models
+        ]
+        reply = yield from summary_call_messages(
+            models, bound, request.messages, request.estimate, config.summary_timeout
+        )
+        tidied = tidy_reply(reply.text, prompt_tags(request.instruction), reply.stopped_at_cap)
+        reason = not_a_summary(tidied, source) if config.summary_check == "basic" else None
+        if reason is not None:
+            raise SummaryCallFailed(f"the reply is not a summary ({reason})", reply.usage)
+    except SummaryCallFailed as exc:
+        return Failure(str(exc), 1, exc.usage)
+    text = cap_summary(tidied, config.max_summary_tokens, settings.counter)
+    cut = reply.stopped_at_cap or len(text) < len(tidied)
+    return Draft(text, model_name(models[0]), 1, summary_cut=cut, usage=reply.usage)
+
+
 def plan_summary_chunks(
     pipe: Pipeline,
     messages: Sequence[BaseMessage],
@@ -232,7 +273,17 @@ def draft_summary(pipe: Pipeline, measured: Measured, plan: Partition) -> Step[D
             else (settings.summarizer, settings.fallback_model)
         )
     )
-    chunks = plan_summary_chunks(pipe, evicted, previous, config.max_summary_chunks, instruction)
+    # The conversation mode needs the agent's model, and not a custom compactor (its own).
+    request = (
+        conversation_request(pipe, measured, plan, instruction)
+        if config.summary_context == "conversation" and compactor is None and models
+        else None
+    )
+    chunks = (
+        ChunkPlan((tuple(evicted),), 0, 0)
+        if request is not None
+        else plan_summary_chunks(pipe, evicted, previous, config.max_summary_chunks, instruction)
+    )
     version = yield from perform(next_version(measured.thread_id, settings.namespace))
     labels = summary_labels(measured.thread_id, settings.namespace, version)
     emit(
@@ -246,7 +297,18 @@ def draft_summary(pipe: Pipeline, measured: Measured, plan: Partition) -> Step[D
             "tokens_before": measured.tokens_before,
         }
     )
-    if compactor is None:
+    if request is not None:
+        source = f"{previous or ''}\n{render_transcript(evicted)}"
+        try:
+            made = yield from draft_by_conversation(pipe, models, request, source, labels)
+        except PromptTooLong as exc:  # over the window after all: the transcript, this once
+            chunks = plan_summary_chunks(
+                pipe, evicted, previous, config.max_summary_chunks, instruction
+            )
+            made = yield from draft_by_models(
+                pipe, models, chunks, previous, instruction, labels, 1, exc.usage
+            )
+    elif compactor is None:
         made = yield from draft_by_models(pipe, models, chunks, previous, instruction, labels)
     else:
         made = yield from draft_by_compactor(

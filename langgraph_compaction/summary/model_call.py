@@ -19,13 +19,15 @@ carries whether the provider stopped it at ``max_tokens``, so that its cut sente
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.exceptions import ContextOverflowError, ModelError
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.tools import BaseTool
 
 from langgraph_compaction.config.compaction import CompactionConfig
 from langgraph_compaction.errors import SummarizerError
@@ -49,6 +51,7 @@ __all__ = [
     "model_name",
     "overflow_of",
     "summary_call",
+    "summary_call_messages",
     "summary_labels",
     "usage_columns",
     "usage_of",
@@ -237,12 +240,30 @@ def usage_columns(usage: SummaryUsage | None) -> dict[str, int | None]:
 
 
 def bind_summarizer(
-    model: BaseChatModel, config: CompactionConfig, labels: RunnableConfig | None = None
+    model: BaseChatModel,
+    config: CompactionConfig,
+    labels: RunnableConfig | None = None,
+    tools: Sequence[BaseTool | dict[str, Any]] = (),
+    model_settings: Mapping[str, Any] | None = None,
 ) -> Runnable[Any, BaseMessage]:
     """Cap the output, add the configured parameters, and label the call with ``labels``
     (:func:`summary_labels`; None: the run name and tags alone). The ``nostream`` tag hides
-    the call from parent streams."""
-    parameters = {**config.parameters, "max_tokens": config.max_summary_tokens}
+    the call from parent streams. ``tools`` (the agent's, for a conversation summary call)
+    are bound with tool use switched off where the model takes ``tool_choice="none"``, bound
+    as they are where it refuses that (a reply with a tool call then fails the summary), and
+    ``model_settings`` (what the agent's model node binds, its cache settings say) under the
+    configured parameters."""
+    base: Runnable[Any, BaseMessage] = model
+    if tools:
+        try:
+            base = model.bind_tools(tools, tool_choice="none")
+        except (NotImplementedError, ValueError, TypeError, KeyError):
+            base = model.bind_tools(tools)
+    parameters = {
+        **(model_settings or {}),
+        **config.parameters,
+        "max_tokens": config.max_summary_tokens,
+    }
     if _is_compatible_server(model):
         # ChatOpenAI sends the cap as max_completion_tokens, which OpenAI-compatible servers
         # such as llama.cpp's ignore; they read max_tokens from the request body.
@@ -250,7 +271,7 @@ def bind_summarizer(
         extra_body.setdefault("max_tokens", config.max_summary_tokens)
         parameters["extra_body"] = extra_body
     labels = labels or RunnableConfig(run_name=SUMMARY_RUN_NAME, tags=list(SUMMARY_TAGS))
-    return model.bind(**parameters).with_config(labels)
+    return base.bind(**parameters).with_config(labels)
 
 
 def _is_compatible_server(model: BaseChatModel) -> bool:
@@ -283,19 +304,32 @@ def summary_call(
     estimate: int,
     timeout: float | None = None,
 ) -> Step[SummaryReply]:
-    """One summary call: each model in turn, retryable errors retried first.
+    """One summary call of a prompt (one user message): :func:`summary_call_messages`."""
+    # A lone surrogate from a message cannot be encoded as UTF-8 for the provider's API (the
+    # request would fail on every turn): the prompt carries U+FFFD there, as the store does.
+    message: list[BaseMessage] = [HumanMessage(content=storable(prompt))]
+    return (yield from summary_call_messages(models, bound, message, estimate, timeout))
+
+
+def summary_call_messages(
+    models: list[BaseChatModel],
+    bound: list[Runnable[Any, BaseMessage]],
+    messages: Sequence[BaseMessage],
+    estimate: int,
+    timeout: float | None = None,
+) -> Step[SummaryReply]:
+    """One summary call of ``messages``: each model in turn, retryable errors retried first.
 
     ``models`` and ``bound`` (the same models, bound) shrink in place when a model fails for
     good, so the next chunk of the same compaction starts with the model that worked. Each
     attempt gets ``timeout`` seconds (``summary_timeout``); a model past it is not retried.
+    A reply that holds a tool call is a failure of that model, as a blank one is.
 
     Raises:
         PromptTooLong: the current model refused the prompt as too long.
         SummaryCallFailed: every model failed (the last error is named).
     """
-    # A lone surrogate from a message cannot be encoded as UTF-8 for the provider's API (the
-    # request would fail on every turn): the prompt carries U+FFFD there, as the store does.
-    message: list[BaseMessage] = [HumanMessage(content=storable(prompt))]
+    message = list(messages)
     errors: list[str] = []
     spent: SummaryUsage | None = None  # a blank reply was paid for too
     while models:
@@ -317,6 +351,10 @@ def summary_call(
             used = usage_of(reply)
             spent = add_usage(spent, used)
             text = reply.text.strip() if isinstance(reply, BaseMessage) else ""
+            if isinstance(reply, AIMessage) and (reply.tool_calls or reply.invalid_tool_calls):
+                # Tools are bound to a conversation summary call: a call is no summary.
+                errors.append("the summarizer replied with a tool call, not a summary")
+                break
             if not text:
                 errors.append("the summarizer returned blank text")
                 break

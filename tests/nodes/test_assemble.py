@@ -13,7 +13,7 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_compaction import SummaryStore, create_compaction_graph
 from langgraph_compaction.content.messages import ensure_tool_pairs
-from langgraph_compaction.nodes.assemble import split_rescued_caller
+from langgraph_compaction.summary.model_input import split_rescued_caller
 
 THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}
 
