@@ -48,6 +48,7 @@ __all__ = [
     "bind_summarizer",
     "distinct_models",
     "is_retryable",
+    "keeps_tool_choice",
     "model_name",
     "overflow_of",
     "summary_call",
@@ -250,11 +251,14 @@ def bind_summarizer(
     (:func:`summary_labels`; None: the run name and tags alone). The ``nostream`` tag hides
     the call from parent streams. ``tools`` (the agent's, for a conversation summary call)
     are bound with tool use switched off where the model takes ``tool_choice="none"``, bound
-    as they are where it refuses that (a reply with a tool call then fails the summary), and
+    as they are where it refuses that or where switching it off would lose the provider's cache
+    (``keeps_tool_choice``; a reply with a tool call then fails the summary), and
     ``model_settings`` (what the agent's model node binds, its cache settings say) under the
     configured parameters."""
     base: Runnable[Any, BaseMessage] = model
-    if tools:
+    if tools and keeps_tool_choice(model):
+        base = model.bind_tools(tools)
+    elif tools:
         try:
             base = model.bind_tools(tools, tool_choice="none")
         except (NotImplementedError, ValueError, TypeError, KeyError):
@@ -272,6 +276,20 @@ def bind_summarizer(
         parameters["extra_body"] = extra_body
     labels = labels or RunnableConfig(run_name=SUMMARY_RUN_NAME, tags=list(SUMMARY_TAGS))
     return base.bind(**parameters).with_config(labels)
+
+
+_ANTHROPIC_CLASSES = frozenset({"ChatAnthropic", "ChatAnthropicVertex", "ChatAnthropicMessages"})
+
+
+def keeps_tool_choice(model: BaseChatModel) -> bool:
+    """Whether a conversation summary call must leave ``tool_choice`` as the agent sent it.
+
+    Anthropic's cache-invalidation table: "Changes to tool_choice parameter only affect message
+    blocks" — switching tool use off would bill the whole conversation as new input, the cost
+    this mode exists to avoid. Its models get the tools as the agent binds them, and a reply
+    with a tool call fails the summary instead.
+    """
+    return any(cls.__name__ in _ANTHROPIC_CLASSES for cls in type(model).__mro__)
 
 
 def _is_compatible_server(model: BaseChatModel) -> bool:

@@ -192,6 +192,22 @@ async def test_a_model_refusing_tool_choice_none_gets_the_tools_bound_plainly(
     assert len(await store.alist_summaries("plain-bind")) == 1
 
 
+class ChatAnthropic(AgentSummarizerModel):
+    """Named as langchain-anthropic's model class: the provider whose cache a changed
+    ``tool_choice`` invalidates."""
+
+
+async def test_an_anthropic_model_keeps_the_agents_tool_choice(store: SummaryStore) -> None:
+    # Anthropic: "Changes to tool_choice parameter only affect message blocks": switching tool
+    # use off would bill the whole conversation again. The tools go as the agent sent them.
+    model = ChatAnthropic()
+    await _drive(store, "middleware", "async", CONVERSATION, model, "anthropic", TURNS[:2])
+    ((previous, summary),) = _summary_calls(model)
+    assert summary.kwargs["tools"] == previous.kwargs["tools"]
+    assert summary.kwargs.get("tool_choice") == previous.kwargs.get("tool_choice")
+    assert len(await store.alist_summaries("anthropic")) == 1
+
+
 @pytest.mark.parametrize("door", DOORS)
 async def test_the_transcript_stays_the_default(store: SummaryStore, door: Door) -> None:
     model = AgentSummarizerModel()
