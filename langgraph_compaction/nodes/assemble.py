@@ -28,6 +28,7 @@ from langgraph_compaction.content.messages import (
 from langgraph_compaction.content.tokens import TokenCounter, calibrated
 from langgraph_compaction.pipeline.context import Pipeline
 from langgraph_compaction.pipeline.records import Measured, Outcome, OutcomeInput
+from langgraph_compaction.pipeline.remembered import LastInput
 from langgraph_compaction.pipeline.report import CompactionAction, CompactionReport, ContextGauge
 from langgraph_compaction.pipeline.telemetry import trace_compaction
 from langgraph_compaction.pruning.pins import count_pinned, is_pinned
@@ -104,6 +105,11 @@ def assemble(
         measured.ratio,
     )
     pipe.memory.remember_sent(measured.key, messages, tokens_after, measured.ratio)
+    if messages:
+        last = LastInput(
+            tuple(output), len(messages), messages[-1].id, record.id if record else None
+        )
+        pipe.memory.remember_input(measured.key, last)
     action = _action(outcome, pruned.count + pruned.media_replaced + shortened + dropped)
     pinned, unpinned = _pin_counts(pipe, measured, record, rescued) if record else (0, 0)
     error = outcome.error

@@ -20,7 +20,7 @@ from langgraph_compaction.content.history_scan import HistoryIndex
 from langgraph_compaction.content.messages import make_summary_message
 from langgraph_compaction.content.tokens import TokenCounter
 from langgraph_compaction.pipeline.records import Epochs
-from langgraph_compaction.pipeline.remembered import OldMedia, Overflow
+from langgraph_compaction.pipeline.remembered import LastInput, OldMedia, Overflow
 from langgraph_compaction.store import SummaryRecord, SummaryStore
 from langgraph_compaction.store.summary_store import plumbing
 
@@ -97,6 +97,7 @@ class Memory:
         self._calibration: BoundedCache[ThreadKey, float] = BoundedCache()
         self._dirty: set[ThreadKey] = set()
         self._sent: BoundedCache[ThreadKey, _Sent] = BoundedCache()
+        self._inputs: BoundedCache[ThreadKey, LastInput] = BoundedCache()
         self._in_use: BoundedCache[ThreadKey, tuple[SummaryRecord, int]] = BoundedCache()
         self._rescued: BoundedCache[str, tuple[int, ...]] = BoundedCache()
         self._summaries: BoundedCache[tuple[str, str | None, bool], tuple[HumanMessage, int]] = (
@@ -158,6 +159,20 @@ class Memory:
         if messages:
             raw = tokens / ratio if ratio else tokens
             self._sent.put(key, _Sent(len(messages) - 1, messages[-1].id, int(raw)))
+
+    def remember_input(self, key: ThreadKey, last: LastInput) -> None:
+        """Keep the model input this thread's call sent (message references, not copies)."""
+        self._inputs.put(key, last)
+
+    def last_input(
+        self, key: ThreadKey, messages: Sequence[BaseMessage], summary_id: str | None
+    ) -> LastInput | None:
+        """The thread's last input, when ``messages`` extends the history it was built from
+        and it carried the summary ``summary_id``; else None."""
+        last = self._inputs.get(key)
+        if last is None or last.summary_id != summary_id or not 0 < last.history <= len(messages):
+            return None
+        return last if messages[last.history - 1].id == last.last_id else None
 
     # -- the summary in use ---------------------------------------------------------------------
 

@@ -2,7 +2,9 @@
 
 :class:`OldMedia` is what ``pruning.old_media`` derives of a history's media, and
 :class:`Overflow` what a refused summary prompt told of the summarizer's window
-(``summary.model_call``); the graph's memory (:mod:`.memory`) holds both per thread or model.
+(``summary.model_call``), :class:`LastInput` the model input a thread's last call sent (a
+conversation summary call extends it, DESIGN 6.15); the graph's memory (:mod:`.memory`) holds
+them per thread or model.
 """
 
 from __future__ import annotations
@@ -13,7 +15,20 @@ from dataclasses import dataclass, field
 
 from langchain_core.messages import BaseMessage
 
-__all__ = ["MediaCopy", "OldMedia", "Overflow"]
+__all__ = ["LastInput", "MediaCopy", "OldMedia", "Overflow"]
+
+
+@dataclass(frozen=True, slots=True)
+class LastInput:
+    """The model input a thread's last call sent, exactly (shortened and pruned copies too)."""
+
+    messages: tuple[BaseMessage, ...]
+    history: int
+    """Length of the history it was built from."""
+    last_id: str | None
+    """Id of that history's last message: a later history extends it when it holds it there."""
+    summary_id: str | None
+    """The summary it carried (None: none)."""
 
 
 @dataclass(frozen=True, slots=True)

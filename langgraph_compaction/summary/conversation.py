@@ -3,8 +3,11 @@
 A provider's prompt cache bills a repeated prefix at a tenth to a half of the input price, and
 the agent's calls share one long prefix. So this summary call sends what the agent's own call
 would send without a new summary, byte for byte: the system prompt the model node adds, the
-input the summary in use gives before anything is dropped to fit (``summary.model_input``,
-with the tool-pair rule applied as the assemble node applies it), then ONE user message asking
+input the thread's last call sent exactly as it went (its shortened and pruned copies too:
+``Memory.last_input``) and the messages that came after it — or, when this process has not
+served the thread's last call with the same summary, the input the summary in use gives before
+anything is dropped to fit (``summary.model_input``), with the tool-pair rule applied as the
+assemble node applies it — then ONE user message asking
 for the summary: which messages stay verbatim after it, the user's language, the update of
 the summary in use, and the caller's instructions last. The agent's tools are bound with tool
 use switched off (``summary.model_call.bind_summarizer``). An input that would not fit the
@@ -113,12 +116,20 @@ def conversation_request(
     """The call's messages, or None when they and the reply's cap would not fit the window
     (``settings.window``; no window known: no limit)."""
     settings = pipe.settings
-    built = model_input(pipe, measured, plan.previous)
-    body, _ = ensure_tool_pairs(built.body)
-    text = conversation_instruction(measured.messages, plan, instruction)
+    messages = measured.messages
+    summary_id = plan.previous.id if plan.previous is not None else None
+    last = pipe.memory.last_input(measured.key, messages, summary_id)
+    if last is not None:  # the input the thread sent last, exactly, and what came after it
+        body, _ = ensure_tool_pairs([*last.messages, *messages[last.history :]])
+        tokens = settings.counter(body)
+    else:
+        built = model_input(pipe, measured, plan.previous)
+        body, _ = ensure_tool_pairs(built.body)
+        tokens = sum(built.tokens)
+    text = conversation_instruction(messages, plan, instruction)
     request = HumanMessage(content=text)
     head = [settings.system_message] if settings.system_message is not None else []
-    raw = settings.fixed_tokens + sum(built.tokens) + settings.counter([request])
+    raw = settings.fixed_tokens + tokens + settings.counter([request])
     estimate = calibrated(raw, measured.ratio)
     window = settings.window
     if window is not None and estimate + settings.config.max_summary_tokens > window:

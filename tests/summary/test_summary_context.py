@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +28,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from summarizing_agent import AgentSummarizerModel, BoundCall
+from traces import load_swe_gym, model_call_points
 
 from langgraph_compaction import (
     CompactionConfig,
@@ -329,3 +332,32 @@ def test_the_request_names_what_stays_verbatim_by_id_or_position() -> None:
     whole = conversation_instruction(messages, everything, None)
     assert "Summarize the whole conversation above." in whole
     assert INSTRUCTIONS_HEADING not in whole
+
+
+def test_the_summary_call_extends_the_input_as_sent_even_when_it_was_shortened() -> None:
+    # A SWE-Gym run whose newest tool result was shortened to fit: the next summary call must
+    # send that shortened copy again (the provider cached it), not the full result.
+    run = load_swe_gym()[1]
+    model = AgentSummarizerModel()
+    with tempfile.TemporaryDirectory() as folder:
+        store = SummaryStore(f"sqlite:///{Path(folder) / 'summaries.db'}")
+        config = {
+            "trigger": {"type": "tokens", "value": 6000},
+            "keep": {"type": "messages", "value": 6},
+            "summary_context": "conversation",
+        }
+        graph = create_compaction_graph(config, fallback_model=model, store=store)
+        previous: list[str] | None = None
+        checked = shortened = 0
+        for end in model_call_points(run):
+            before = len(model.bound_calls)
+            out = graph.invoke({"messages": run[:end]}, {"configurable": {"thread_id": "swe"}})
+            for call in model.bound_calls[before:]:
+                if call.is_summary and previous is not None:
+                    sent = _bytes(list(call.messages[: len(previous)]))
+                    assert sent == previous, f"the summary call at {end}"
+                    checked += 1
+            previous = _bytes(out["llm_input_messages"])
+            shortened += out["compaction"].shortened_count
+        store.close()
+    assert checked >= 2 and shortened >= 1
