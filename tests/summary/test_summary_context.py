@@ -351,7 +351,7 @@ def test_the_summary_call_extends_the_input_as_sent_even_when_it_was_shortened()
         checked = shortened = 0
         for end in model_call_points(run):
             before = len(model.bound_calls)
-            out = graph.invoke({"messages": run[:end]}, {"configurable": {"thread_id": "swe"}})
+            out = graph.invoke(graph_input(run[:end]), {"configurable": {"thread_id": "swe"}})
             for call in model.bound_calls[before:]:
                 if call.is_summary and previous is not None:
                     sent = _bytes(list(call.messages[: len(previous)]))
