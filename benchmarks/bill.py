@@ -68,6 +68,7 @@ from compare import (  # noqa: E402
     Compaction,
     CountingSummarizer,
     LangChainMiddleware,
+    PerMessage,
     Serializer,
     Workload,
     count_tokens,
@@ -275,26 +276,10 @@ class Recorded:
     seconds: float = 0.0
 
 
-class TokensPerMessage:
-    """``count_tokens`` of each message alone, cached per message object."""
-
-    def __init__(self) -> None:
-        self.cache: dict[int, tuple[BaseMessage, int]] = {}
-
-    def __call__(self, messages: Sequence[BaseMessage]) -> list[int]:
-        out = []
-        for message in messages:
-            hit = self.cache.get(id(message))
-            if hit is None or hit[0] is not message:
-                hit = self.cache[id(message)] = (message, count_tokens([message]))
-            out.append(hit[1])
-        return out
-
-
 def replay(make: Callable[..., Any], workload: Workload, store: SummaryStore, tag: str) -> Recorded:
     recorded = Recorded()
     begun = time.perf_counter()
-    serialize, tokens = Serializer(), TokensPerMessage()
+    serialize, tokens = Serializer(), PerMessage(lambda m: count_tokens([m]))
     for t, history in enumerate(workload.threads):
         runner = make(workload, store, f"{tag}-{workload.name}-{t}")
         calls: list[Call] = []

@@ -76,7 +76,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -110,6 +110,7 @@ from traces import (  # noqa: E402
 
 from langgraph_compaction import SummaryStore, create_compaction_graph  # noqa: E402
 
+T = TypeVar("T")
 SYSTEMS = ("compaction", "langchain", "langmem")
 SIZES = (100, 1_000, 10_000)
 TRIM_TOKENS = 4_000
@@ -319,21 +320,27 @@ class Replay:
     inputs: list[list[list[AnyMessage]]] = field(default_factory=list)
 
 
-class Serializer:
-    """Each message as OpenAI receives it (sorted JSON), cached per message object."""
+class PerMessage(Generic[T]):
+    """``read`` of each message alone, cached per message object (a history is re-read on every
+    call of its replay)."""
 
-    def __init__(self) -> None:
-        self.cache: dict[int, tuple[BaseMessage, str]] = {}
+    def __init__(self, read: Callable[[BaseMessage], T]) -> None:
+        self.read = read
+        self.cache: dict[int, tuple[BaseMessage, T]] = {}
 
-    def __call__(self, messages: Sequence[BaseMessage]) -> list[str]:
+    def __call__(self, messages: Sequence[BaseMessage]) -> list[T]:
         out = []
         for message in messages:
             hit = self.cache.get(id(message))
             if hit is None or hit[0] is not message:
-                text = json.dumps(convert_to_openai_messages(message), sort_keys=True)
-                hit = self.cache[id(message)] = (message, text)
+                hit = self.cache[id(message)] = (message, self.read(message))
             out.append(hit[1])
         return out
+
+
+def Serializer() -> PerMessage[str]:
+    """Each message as OpenAI receives it (sorted JSON), cached per message object."""
+    return PerMessage(lambda m: json.dumps(convert_to_openai_messages(m), sort_keys=True))
 
 
 def replay(
