@@ -53,13 +53,15 @@ _TOOL_CALL = st.builds(
     _ARGS,
     st.integers(0, 10_000),
 )
-_TEXT_BLOCK = st.builds(lambda text: {"type": "text", "text": text}, _ASCII)
+_PROSE = _ASCII.filter(lambda text: not looks_like_json(text))
+"""ASCII text that is not JSON-shaped (JSON counts at 2.7 characters a token)."""
+_TEXT_BLOCK = st.builds(lambda text: {"type": "text", "text": text}, _PROSE)
 _TOOL_USE = st.builds(
     lambda n, args: {"type": "tool_use", "id": f"toolu_{n}", "name": "search", "input": args},
     st.integers(0, 999),
     _ARGS,
 )
-_CONTENT = _ASCII | st.lists(_TEXT_BLOCK | _ASCII | _TOOL_USE, max_size=4)
+_CONTENT = _PROSE | st.lists(_TEXT_BLOCK | _PROSE | _TOOL_USE, max_size=4)
 
 
 def _ascii_message(kind: str, content: Any, name: str | None, calls: list[Any]) -> BaseMessage:
@@ -93,12 +95,22 @@ _ASCII_MESSAGES = st.lists(
 @pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(_ASCII_MESSAGES)
-def test_ascii_text_and_tool_calls_count_exactly_as_langchain_core(
+def test_ascii_prose_and_tool_calls_count_exactly_as_langchain_core(
     messages: list[BaseMessage],
 ) -> None:
     assert estimate_tokens(messages) == count_tokens_approximately(messages)
     for message in messages:
         assert message_tokens(message) == count_tokens_approximately([message])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from("{["), _ASCII, st.sampled_from("}]"), st.sampled_from(["", " ", "\n"]))
+def test_ascii_json_counts_at_2_7_characters_a_token(
+    opening: str, inside: str, closing: str, space: str
+) -> None:
+    text = f"{space}{opening}{inside}{closing}{space}"
+    chars = round(len(text) * 4 / JSON_CHARS_PER_TOKEN) + len("user")
+    assert message_tokens(HumanMessage(text)) == math.ceil(chars / 4) + 3
 
 
 _CJK = st.text(alphabet="数据库连接失败请检查配置文件日本語のテキスト", max_size=80)
