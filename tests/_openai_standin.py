@@ -196,7 +196,7 @@ def reply_to(body: dict[str, Any]) -> str:
         schema = response_format.get("json_schema", {}).get("schema", {})
         return json.dumps(_fill(schema, last), ensure_ascii=False)
     if "<conversation>" in last or re.search(r"\bsummar(y|ize)\b", last, re.IGNORECASE):
-        return _summary(last)
+        return _summary(last, messages[:-1])
     if last.strip().rstrip(".").endswith("Reply with OK"):
         return "OK"
     return _answer(messages[:-1], last)
@@ -304,8 +304,14 @@ def _grade(answer: str, reference: str) -> dict[str, Any]:
     return {"reasoning": reasoning, "score": score}
 
 
-def _summary(prompt: str) -> str:
-    transcript = _tagged(prompt, "conversation") or prompt
+def _summary(prompt: str, earlier_messages: list[dict[str, Any]] | None = None) -> str:
+    """A summary of the ``<conversation>`` in the prompt or, for a request that closes the
+    conversation itself (``summary_context: conversation``), of the messages before it."""
+    tagged = _tagged(prompt, "conversation")
+    spoken = [m for m in earlier_messages or () if m.get("role") in ("user", "assistant", "tool")]
+    if tagged is None and spoken:
+        tagged = "\n".join(f"{m['role']}: {_text(m)}" for m in spoken)
+    transcript = tagged or prompt
     turns = _turns(transcript)
     earlier = _tagged(prompt, "summary") or ""
     idents = dict.fromkeys(value for value, _ in identifiers_in(f"{earlier}\n{transcript}"))

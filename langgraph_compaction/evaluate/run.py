@@ -75,10 +75,13 @@ def evaluate(plan: Plan, *, progress: bool = True) -> Evaluation:
         _store(plan.store_url) as store,
         tqdm(total=total, unit="call", file=sys.stderr, disable=not progress) as bar,
     ):
+        # summary_context "conversation" summarizes with the agent's own model (DESIGN 6.15).
+        agent = plan.agent.model if plan.agent else None
+        own_model = plan.config.summary_context == "conversation"
         graph = create_compaction_graph(
             plan.config,
-            model=plan.summarizer.model,
-            fallback_model=plan.agent.model if plan.agent else None,
+            model=None if own_model else plan.summarizer.model,
+            fallback_model=(agent or plan.summarizer.model) if own_model else agent,
             store=store,
             namespace=plan.namespace,
             name="evaluate",

@@ -19,12 +19,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langgraph_compaction.content.messages import ensure_tool_pairs
 from langgraph_compaction.content.tokens import calibrated
 from langgraph_compaction.pipeline.context import Pipeline
 from langgraph_compaction.pipeline.records import Measured, Partition
+from langgraph_compaction.store import storable
 from langgraph_compaction.summary.model_input import model_input
 from langgraph_compaction.summary.prompts import add_instructions
 
@@ -33,6 +34,7 @@ __all__ = [
     "ConversationRequest",
     "conversation_instruction",
     "conversation_request",
+    "sendable",
 ]
 
 CONVERSATION_REQUEST_OPENING = (
@@ -110,6 +112,34 @@ def conversation_instruction(
     return add_instructions("\n\n".join(parts), instruction)
 
 
+def _cleaned(value: object) -> object:
+    """``value`` with every string's lone surrogates (and NULs) replaced, as ``storable`` does."""
+    if isinstance(value, str):
+        return storable(value)
+    if isinstance(value, list):
+        return [_cleaned(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _cleaned(v) for k, v in value.items()}
+    return value
+
+
+def sendable(message: BaseMessage) -> BaseMessage:
+    """``message`` as it is, or a copy without lone surrogates when it holds one.
+
+    A lone surrogate (from a tool's output) cannot be encoded as UTF-8 for the provider's API,
+    so the agent's own call could not have sent it either: the copy costs no cache hit, and it
+    keeps the summary call from failing on every turn (the transcript is cleaned the same way).
+    """
+    try:
+        message.model_dump_json()
+    except (UnicodeEncodeError, ValueError):
+        update: dict[str, object] = {"content": _cleaned(message.content)}
+        if isinstance(message, AIMessage) and message.tool_calls:
+            update["tool_calls"] = _cleaned(list(message.tool_calls))
+        return message.model_copy(update=update)
+    return message
+
+
 def conversation_request(
     pipe: Pipeline, measured: Measured, plan: Partition, instruction: str | None
 ) -> ConversationRequest | None:
@@ -126,6 +156,7 @@ def conversation_request(
         built = model_input(pipe, measured, plan.previous)
         body, _ = ensure_tool_pairs(built.body)
         tokens = sum(built.tokens)
+    body = [sendable(m) for m in body]
     text = conversation_instruction(messages, plan, instruction)
     request = HumanMessage(content=text)
     head = [settings.system_message] if settings.system_message is not None else []

@@ -287,3 +287,21 @@ def test_without_the_extra_it_names_the_extra(files: dict[str, Path]) -> None:
     )
     error = one_line_error(result)
     assert "pip install 'langgraph-compaction[evaluate]'" in error and "genai_prices" in error
+
+
+def test_a_conversation_mode_config_summarizes_with_the_agents_model(
+    standin: StandIn, files: dict[str, Path]
+) -> None:
+    config = files["dir"] / "conversation.yaml"
+    config.write_text(CONFIG + "  summary_context: conversation\n")
+    out = files["dir"] / "run.json"
+    result = evaluate(
+        files["conversations"], "--config", config, "--model", "openai:standin",
+        "--json", out, "--quiet", base_url=standin.url,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    first = json.loads(out.read_text(encoding="utf-8"))["results"][0]
+    assert first["compactions"] and first["bill_with"]["summarizer"] > 0
+    # The summary call is the conversation itself, then one request: no transcript prompt.
+    asks = [r["messages"] for r in standin.requests if "Stop the task here" in json.dumps(r)]
+    assert asks and all(len(messages) > 2 for messages in asks)

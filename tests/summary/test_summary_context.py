@@ -23,7 +23,14 @@ from conversations import graph_input
 from fakes import RecordingSummarizer, ai_tool_call
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, message_to_dict
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    message_to_dict,
+)
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -41,6 +48,7 @@ from langgraph_compaction.pipeline.records import Partition
 from langgraph_compaction.summary.conversation import (
     CONVERSATION_REQUEST_OPENING,
     conversation_instruction,
+    sendable,
 )
 from langgraph_compaction.summary.prompts import INSTRUCTIONS_HEADING
 
@@ -361,3 +369,21 @@ def test_the_summary_call_extends_the_input_as_sent_even_when_it_was_shortened()
             shortened += out["compaction"].shortened_count
         store.close()
     assert checked >= 2 and shortened >= 1
+
+
+def test_a_lone_surrogate_is_replaced_only_in_the_message_that_holds_it() -> None:
+    # A provider's API cannot take a lone surrogate (UTF-8): the agent's call could not have sent
+    # it either, so only that message's copy changes; the others stay the objects they were.
+    clean = HumanMessage("Где мой заказ ORD-7? 我的订单", id="u1")
+    broken = ToolMessage("вывод \ud800 конец \x00", tool_call_id="c1", id="t1")
+    call = ai_tool_call("lookup", {"q": "x\udfff"}, "c1", msg_id="a1")
+    assert sendable(clean) is clean
+    fixed = sendable(broken)
+    assert fixed.content == "вывод \ufffd конец \ufffd" and fixed.id == "t1"
+    assert isinstance(fixed, ToolMessage) and fixed.tool_call_id == "c1"
+    fixed_call = sendable(call)
+    assert isinstance(fixed_call, AIMessage) and fixed_call.tool_calls[0]["args"] == {
+        "q": "x\ufffd"
+    }
+    for message in (fixed, fixed_call):
+        message.model_dump_json().encode("utf-8")
