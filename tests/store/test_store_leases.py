@@ -34,7 +34,7 @@ TIMEOUT_S = 60
 @pytest.fixture
 async def stores(store_url: str) -> AsyncIterator[list[SummaryStore]]:
     """Two store objects on one database, as two workers would have (short lease_ttl)."""
-    opened = [SummaryStore(store_url, lease_ttl=0.6), SummaryStore(store_url, lease_ttl=0.6)]
+    opened = [SummaryStore(store_url, lease_ttl=1.2), SummaryStore(store_url, lease_ttl=1.2)]
     yield opened
     for store in opened:
         await store.aclose()
@@ -82,7 +82,7 @@ async def test_an_expired_lease_is_taken_over_and_its_old_owner_cannot_release_i
     HEARTBEAT.drop(stale)  # as if its process had died: nobody renews it
     assert await call(b, is_async, "acquire_lease", "t", "default", p) is None
 
-    await asyncio.sleep(0.8)  # past lease_ttl = 0.6
+    await asyncio.sleep(1.5)  # past lease_ttl = 1.2
     taken = await call(b, is_async, "acquire_lease", "t", "default", p)
     assert taken is not None and taken.owner != stale.owner
 
@@ -99,7 +99,7 @@ async def test_the_heartbeat_keeps_a_held_lease_past_its_ttl(
     p = prefix()
     held = await call(a, is_async, "acquire_lease", "t", "default", p)
     assert held is not None and held in HEARTBEAT.held()
-    deadline = time.monotonic() + 2.0  # over three times lease_ttl
+    deadline = time.monotonic() + 4.0  # over three times lease_ttl
     while time.monotonic() < deadline:
         assert await call(b, is_async, "acquire_lease", "t", "default", p) is None
         await asyncio.sleep(0.1)
